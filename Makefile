@@ -1,0 +1,125 @@
+# SPDX-License-Identifier: GPL-2.0
+#
+# rpage: rpage.ko (through the kernel's build system), librpage, rpagectl
+# and the selftests.
+#
+#   make                      module + library + rpagectl + selftests
+#   make KDIR=/path/to/build  against another kernel's headers
+#   make check                every test, in QEMU guests (README.md)
+#   make demo                 the two-host demo, in QEMU guests
+#   make install              library, headers, rpagectl, man pages
+
+VERSION := $(shell cat VERSION)
+ABI_MAJOR := 1
+
+# The running kernel's build dir; where there is none (a host that
+# cannot load modules), the newest installed Debian headers.
+KDIR ?= $(firstword $(wildcard /lib/modules/$(shell uname -r)/build) \
+	$(lastword $(shell ls -d /usr/src/linux-headers-*-amd64 2>/dev/null | sort -V)))
+
+O_USER ?= build/user
+PREFIX ?= /usr/local
+LIBDIR ?= $(PREFIX)/lib
+INCLUDEDIR ?= $(PREFIX)/include
+SBINDIR ?= $(PREFIX)/sbin
+MANDIR ?= $(PREFIX)/share/man
+DESTDIR ?=
+
+CC ?= cc
+CFLAGS ?= -O2 -g
+WARN := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes \
+	-Wmissing-prototypes -Wformat=2 -Wno-unused-parameter
+CPPFLAGS_USER := -D_GNU_SOURCE -Iinclude/uapi -Iulib \
+	-DRPAGE_LIB_VERSION=\"$(VERSION)\"
+USER_CFLAGS = -std=gnu11 $(WARN) $(CFLAGS) $(CPPFLAGS_USER)
+
+LIB_SO := $(O_USER)/librpage.so.$(ABI_MAJOR).$(VERSION)
+LIB_SONAME := librpage.so.$(ABI_MAJOR)
+LIB_A := $(O_USER)/librpage.a
+RPAGECTL := $(O_USER)/rpagectl
+
+LIB_SRCS := ulib/librpage.c
+CTL_SRCS := ulib/rpagectl.c ulib/rpagectl-json.c
+LIB_HDRS := ulib/librpage.h include/uapi/linux/rpage.h
+
+KSELFTEST_DIR := build/kselftest
+TEST_PROGS := rpage_api_test
+TEST_BINS := $(addprefix $(O_USER)/selftests/,$(TEST_PROGS))
+
+.PHONY: all module user selftests check demo bench install clean \
+	checkpatch sparse deps
+
+all: module user selftests
+
+module:
+	@test -d "$(KDIR)" || { echo "KDIR=$(KDIR): no kernel build dir" \
+		"(install linux-headers, or set KDIR)" >&2; exit 1; }
+	$(MAKE) -C $(KDIR) M=$(CURDIR) W=1 modules
+
+user: $(LIB_SO) $(LIB_A) $(RPAGECTL) $(O_USER)/librpage.pc
+
+$(O_USER)/%.pic.o: ulib/%.c $(LIB_HDRS)
+	@mkdir -p $(dir $@)
+	$(CC) $(USER_CFLAGS) -fPIC -fvisibility=hidden -c -o $@ $<
+
+$(O_USER)/%.o: ulib/%.c $(LIB_HDRS) ulib/rpagectl.h
+	@mkdir -p $(dir $@)
+	$(CC) $(USER_CFLAGS) -c -o $@ $<
+
+$(LIB_SO): $(O_USER)/librpage.pic.o ulib/librpage.map
+	$(CC) $(CFLAGS) -shared -Wl,-soname,$(LIB_SONAME) \
+		-Wl,--version-script=ulib/librpage.map -Wl,-z,defs \
+		-o $@ $(O_USER)/librpage.pic.o
+	ln -sf $(notdir $@) $(O_USER)/$(LIB_SONAME)
+	ln -sf $(LIB_SONAME) $(O_USER)/librpage.so
+
+$(LIB_A): $(O_USER)/librpage.o
+	$(AR) rcs $@ $^
+
+$(RPAGECTL): $(O_USER)/rpagectl.o $(O_USER)/rpagectl-json.o $(LIB_A)
+	$(CC) $(CFLAGS) -o $@ $^
+
+$(O_USER)/librpage.pc: ulib/librpage.pc.in VERSION
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' \
+	    -e 's|@INCLUDEDIR@|$(INCLUDEDIR)|' -e 's|@VERSION@|$(VERSION)|' \
+	    $< > $@
+
+# The kernel's own kselftest harness, taken from Debian's linux-source
+# tarball at build time (never committed).
+$(KSELFTEST_DIR)/kselftest_harness.h:
+	./scripts/extract-kernel-files.sh $(KSELFTEST_DIR) \
+		tools/testing/selftests/kselftest.h \
+		tools/testing/selftests/kselftest_harness.h
+
+selftests: $(TEST_BINS)
+
+$(O_USER)/selftests/%: selftests/%.c selftests/rpage_test.h $(LIB_A) \
+		$(KSELFTEST_DIR)/kselftest_harness.h
+	@mkdir -p $(dir $@)
+	$(CC) $(USER_CFLAGS) -Wno-missing-prototypes -Wno-sign-compare \
+		-I$(KSELFTEST_DIR) \
+		-o $@ $< $(LIB_A) -lpthread
+
+check:
+	./selftests/run.sh
+
+demo:
+	./selftests/vm/demo.sh
+
+install: user
+	install -d $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(INCLUDEDIR)/linux \
+		$(DESTDIR)$(SBINDIR) $(DESTDIR)$(MANDIR)/man3 $(DESTDIR)$(MANDIR)/man8
+	install -m 0755 $(LIB_SO) $(DESTDIR)$(LIBDIR)/
+	ln -sf $(notdir $(LIB_SO)) $(DESTDIR)$(LIBDIR)/$(LIB_SONAME)
+	ln -sf $(LIB_SONAME) $(DESTDIR)$(LIBDIR)/librpage.so
+	install -m 0644 $(LIB_A) $(DESTDIR)$(LIBDIR)/
+	install -m 0644 $(O_USER)/librpage.pc $(DESTDIR)$(LIBDIR)/pkgconfig/
+	install -m 0644 ulib/librpage.h $(DESTDIR)$(INCLUDEDIR)/
+	install -m 0644 include/uapi/linux/rpage.h $(DESTDIR)$(INCLUDEDIR)/linux/
+	install -m 0755 $(RPAGECTL) $(DESTDIR)$(SBINDIR)/
+	install -m 0644 ulib/man/*.3 $(DESTDIR)$(MANDIR)/man3/
+	install -m 0644 ulib/man/*.8 $(DESTDIR)$(MANDIR)/man8/
+
+clean:
+	-test -d "$(KDIR)" && $(MAKE) -C $(KDIR) M=$(CURDIR) clean
+	rm -rf $(O_USER)

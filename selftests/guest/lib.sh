@@ -1,0 +1,113 @@
+# SPDX-License-Identifier: GPL-2.0
+#
+# Helpers for the jobs that run inside a guest (see selftests/vm/): TAP
+# output, loading rpage.ko, the rxe device, and barriers between the two
+# guests of a pair.
+#
+# Each TAP stream goes to its own file under $RPAGE_OUT/tap/ and to
+# standard output (the console).
+
+set -u
+RPAGE_KO=$RPAGE_BUILD/kmod/$RPAGE_KVER/kmod/rpage.ko
+RPAGECTL=$RPAGE_BUILD/user/rpagectl
+export PATH=$RPAGE_BUILD/user:$PATH
+SELFTESTS=$RPAGE_BUILD/user/selftests
+TAP_DIR=$RPAGE_OUT/tap
+mkdir -p "$TAP_DIR"
+
+tap_file=""
+tap_count=0
+
+# tap_begin NAME: starts the stream NAME.tap.
+tap_begin() {
+	tap_file=$TAP_DIR/$1.tap
+	tap_count=0
+	echo "TAP version 13" > "$tap_file"
+	echo "# $1 on $RPAGE_NODE ($RPAGE_KVER)" | tee -a "$tap_file"
+}
+
+tap_end() {
+	echo "1..$tap_count" >> "$tap_file"
+}
+
+tap_line() {
+	echo "$*" | tee -a "$tap_file"
+}
+
+# run_test NAME COMMAND...: one test point; the command's output is kept
+# as TAP diagnostics.
+run_test() {
+	local name=$1 log rc
+	shift
+	tap_count=$((tap_count + 1))
+	log=$(mktemp)
+	"$@" > "$log" 2>&1
+	rc=$?
+	sed 's/^/# /' "$log" | tee -a "$tap_file"
+	rm -f "$log"
+	if [ "$rc" -eq 0 ]; then
+		tap_line "ok $tap_count $name"
+	elif [ "$rc" -eq 4 ]; then
+		tap_line "ok $tap_count $name # SKIP"
+	else
+		tap_line "not ok $tap_count $name"
+	fi
+}
+
+# run_kselftest NAME BINARY [ARGS]: a kselftest_harness program, whose
+# TAP output is its own stream.
+run_kselftest() {
+	local name=$1
+	shift
+	"$@" 2>&1 | tee "$TAP_DIR/$name.tap"
+}
+
+# Helpers that fail a test with a reason.
+fail() {
+	echo "FAIL: $*"
+	return 1
+}
+
+expect_eq() {
+	[ "$1" = "$2" ] || fail "${3:-value}: got '$1', want '$2'"
+}
+
+rpage_load() {
+	modprobe ib_core && modprobe rdma_cm || return 1
+	insmod "$RPAGE_KO"
+}
+
+rpage_unload() {
+	rmmod rpage
+}
+
+rpage_loaded() {
+	[ -d /sys/module/rpage ]
+}
+
+# The rxe device over eth0; ib_uverbs and rdma_ucm for rdma-core peers.
+rxe_up() {
+	modprobe rdma_rxe || return 1
+	rdma link show rxe0/1 > /dev/null 2>&1 ||
+		rdma link add rxe0 type rxe netdev eth0 || return 1
+	modprobe ib_uverbs && modprobe rdma_ucm
+}
+
+# Names of the devices rpage.ko lists, one a line.
+rpage_devices() {
+	"$RPAGECTL" -j device show | jq -r '.[].name'
+}
+
+# barrier NAME: wait until the other guest of the pair reaches NAME too.
+barrier() {
+	local name=$1 dir=/run/rpage-sync waited=0
+	touch "$dir/$RPAGE_NODE.$name"
+	while [ ! -e "$dir/$RPAGE_PEER_NODE.$name" ]; do
+		sleep 0.2
+		waited=$((waited + 1))
+		if [ "$waited" -ge "${BARRIER_TIMEOUT:-1500}" ]; then
+			echo "barrier $name: $RPAGE_PEER_NODE never came"
+			return 1
+		fi
+	done
+}

@@ -1,0 +1,75 @@
+# SPDX-License-Identifier: GPL-2.0
+#
+# The one-guest job: rpage.ko against a real ib_core and an rxe device
+# that talks to itself (loopback).
+. "$RPAGE_REPO/selftests/guest/lib.sh"
+
+want_version=$(cat "$RPAGE_REPO/VERSION")
+
+test_load_handshake_unload() {
+	rpage_load || fail "insmod rpage.ko" || return
+	[ -c /dev/rpage ] || fail "/dev/rpage missing after load" || return
+	expect_eq "$(cat /sys/module/rpage/version)" "$want_version" "module version" || return
+	"$RPAGECTL" version || fail "rpagectl version" || return
+	"$RPAGECTL" -j version | jq -e ".module.api == 1 and .module.version == \"$want_version\"" ||
+		fail "rpagectl -j version" || return
+	rpage_unload || fail "rmmod rpage" || return
+	[ ! -e /dev/rpage ] || fail "/dev/rpage left after unload" || return
+	! "$RPAGECTL" version || fail "rpagectl version succeeded without the module"
+}
+
+test_rpagectl_reports_errors() {
+	local msg
+	msg=$("$RPAGECTL" device show 2>&1)
+	[ $? -eq 1 ] || fail "device show without module: want exit 1" || return
+	echo "$msg" | grep -q "is rpage.ko loaded" || fail "no hint in: $msg" || return
+	"$RPAGECTL" frobnicate > /dev/null 2>&1
+	[ $? -eq 2 ] || fail "unknown object: want exit 2" || return
+	"$RPAGECTL" device frob > /dev/null 2>&1
+	[ $? -eq 2 ] || fail "unknown command: want exit 2"
+}
+
+test_device_attached() {
+	rpage_devices | grep -qx rxe0 || fail "rxe0 not listed"
+	"$RPAGECTL" device show
+}
+
+test_rxe_removed_and_readded() {
+	rpage_devices | grep -qx rxe0 || fail "rxe0 not listed before" || return
+	rdma link delete rxe0 || fail "rdma link delete" || return
+	! rpage_devices | grep -qx rxe0 || fail "rxe0 still listed after delete" || return
+	dmesg | grep -q "rxe0: rpage detached" || fail "no detach message" || return
+	rdma link add rxe0 type rxe netdev eth0 || fail "rdma link add" || return
+	rpage_devices | grep -qx rxe0 || fail "rxe0 not listed after re-add"
+}
+
+test_rxe_driver_unloaded() {
+	rmmod rdma_rxe || fail "rmmod rdma_rxe (rpage must not pin it)" || return
+	[ -z "$(rpage_devices)" ] || fail "devices listed after rdma_rxe unload" || return
+	rxe_up || fail "rxe back up" || return
+	rpage_devices | grep -qx rxe0 || fail "rxe0 not listed after reload"
+}
+
+test_unload_with_device_present() {
+	rpage_unload || fail "rmmod rpage with rxe0 present" || return
+	rpage_load || fail "reload" || return
+	rpage_devices | grep -qx rxe0 || fail "rxe0 not listed after reload"
+}
+
+rxe_up || echo "rxe setup failed"
+
+tap_begin module
+run_test rpagectl_reports_errors_without_module test_rpagectl_reports_errors
+run_test load_handshake_unload test_load_handshake_unload
+rpage_load
+run_test device_attached test_device_attached
+run_test rxe_link_removed_and_readded test_rxe_removed_and_readded
+run_test rxe_driver_unloaded_and_reloaded test_rxe_driver_unloaded
+run_test unload_with_device_present test_unload_with_device_present
+tap_end
+
+RPAGE_TEST_DEVICE=rxe0 run_kselftest api "$SELFTESTS/rpage_api_test"
+
+tap_begin teardown
+run_test final_unload rpage_unload
+tap_end

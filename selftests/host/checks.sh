@@ -1,0 +1,66 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# Host-side checks, as TAP: kernel coding style (checkpatch --strict),
+# sparse on every kernel, and the library's exported ABI. Runs after the
+# userspace build and before the guests.
+set -u
+
+here=$(cd "$(dirname "$0")" && pwd)
+. "$here/../vm/lib.sh"
+cd "$RPAGE_REPO" || exit 1
+
+n=0
+tap() {
+	n=$((n + 1))
+	echo "$1 $n - $2"
+}
+
+tools=$RPAGE_BUILD/tools
+if [ ! -s "$tools/checkpatch.pl" ]; then
+	./scripts/extract-kernel-files.sh "$tools" scripts/checkpatch.pl \
+		scripts/spelling.txt scripts/const_structs.checkpatch
+fi
+kernel_files=(kmod/*.c kmod/*.h include/uapi/linux/rpage.h)
+out=$(perl "$tools/checkpatch.pl" --no-tree --strict --terse --show-types \
+	-f "${kernel_files[@]}" 2>&1 | grep -v "total: 0 errors, 0 warnings, 0 checks")
+if [ -z "$out" ]; then
+	tap ok "checkpatch --strict: kmod/ and the UAPI header"
+else
+	tap "not ok" "checkpatch --strict: kmod/ and the UAPI header"
+	echo "$out" | sed 's/^/#   /'
+fi
+
+for kver in $(vm_kernels); do
+	vm_build_module "$kver" > /dev/null 2>&1 || {
+		tap "not ok" "[$kver] sparse (module does not build)"
+		continue
+	}
+	dir=$RPAGE_BUILD/kmod/$kver
+	out=$(make -C "/usr/src/linux-headers-$kver" M="$dir" C=2 W=1 modules 2>&1 |
+		grep -E "(warning|error):")
+	if [ -z "$out" ]; then
+		tap ok "[$kver] sparse and W=1 clean"
+	else
+		tap "not ok" "[$kver] sparse and W=1 clean"
+		echo "$out" | sed 's/^/#   /'
+	fi
+done
+
+# librpage exports exactly the symbols of its version script, versioned.
+lib=$RPAGE_BUILD/user/librpage.so.1
+want=$(sed -n 's/^\t\t\(rpage_[a-z_]*\);$/\1/p' ulib/librpage.map | sort)
+got=$(nm -D --defined-only "$lib" 2>/dev/null | awk '$3 ~ /@@RPAGE_/ { sub(/@@.*/, "", $3); print $3 }' | sort)
+if [ -n "$want" ] && [ "$want" = "$got" ]; then
+	tap ok "librpage exports exactly the versioned symbols of librpage.map"
+else
+	tap "not ok" "librpage exports exactly the versioned symbols of librpage.map"
+	diff <(echo "$want") <(echo "$got") | sed 's/^/#   /'
+fi
+soname=$(objdump -p "$lib" 2>/dev/null | awk '$1 == "SONAME" { print $2 }')
+if [ "$soname" = librpage.so.1 ]; then
+	tap ok "librpage SONAME is librpage.so.1"
+else
+	tap "not ok" "librpage SONAME is librpage.so.1 (got '$soname')"
+fi
+echo "1..$n"

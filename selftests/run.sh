@@ -1,0 +1,156 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# Every test of rpage: installs what it needs (as root), builds, runs the
+# host-side checks, then boots each supported Debian kernel in QEMU
+# guests (one guest over rxe loopback, and a pair "a" and "b" joined on
+# 127.0.0.1) and runs the selftests inside. Ends with one line:
+#   N passed, N failed, N skipped
+# summed over every check, guest and kernel. Exit status 0 only when
+# nothing failed.
+#
+# Environment: RPAGE_KERNELS, RPAGE_VM_ACCEL, RPAGE_VM_TIMEOUT (see
+# selftests/vm/lib.sh); RPAGE_SKIP_DEPS=1 skips the package install.
+set -u
+
+here=$(cd "$(dirname "$0")" && pwd)
+. "$here/vm/lib.sh"
+cd "$RPAGE_REPO" || exit 1
+
+passed=0
+failed=0
+skipped=0
+start=$(date +%s)
+results=$RPAGE_BUILD/results
+rm -rf "$results"
+mkdir -p "$results"
+
+# report OK|FAIL|SKIP NAME [DETAIL...]: one host-level test point.
+report() {
+	local verdict=$1 name=$2
+	shift 2
+	case "$verdict" in
+	OK) passed=$((passed + 1)); echo "ok - $name" ;;
+	SKIP) skipped=$((skipped + 1)); echo "ok - $name # SKIP $*" ;;
+	*) failed=$((failed + 1)); echo "not ok - $name"
+	   [ $# -gt 0 ] && printf '#   %s\n' "$@" ;;
+	esac
+}
+
+# Counts the TAP streams a guest left, and echoes their failures.
+collect_tap() {
+	local label=$1 run=$2 f line
+	for f in "$run"/out/tap/*.tap; do
+		[ -e "$f" ] || continue
+		while IFS= read -r line; do
+			case "$line" in
+			"not ok "*)
+				failed=$((failed + 1)); echo "not ok - [$label] ${line#not ok }" ;;
+			"ok "*"# SKIP"*|"ok "*"# skip"*)
+				skipped=$((skipped + 1)); echo "ok - [$label] ${line#ok } " ;;
+			"ok "*)
+				passed=$((passed + 1)); echo "ok - [$label] ${line#ok }" ;;
+			esac
+		done < "$f"
+	done
+}
+
+# Judges a finished guest: its job, its TAP, its kernel log.
+judge_guest() {
+	local label=$1 run=$2
+	collect_tap "$label" "$run"
+	if vm_judge "$run"; then
+		report OK "[$label] guest finished with a clean kernel log"
+	else
+		local problems=()
+		mapfile -t problems < "$run/problems"
+		report FAIL "[$label] guest finished with a clean kernel log" \
+			"${problems[@]}" "console: $run/console.log"
+		[ -s "$run/bad-lines" ] && sed 's/^/#     /' "$run/bad-lines" | head -n 20
+		tail -n 30 "$run/console.log" 2>/dev/null | sed 's/^/#     console: /'
+	fi
+}
+
+# --- dependencies and host-side builds --------------------------------
+if [ "${RPAGE_SKIP_DEPS:-0}" != 1 ]; then
+	if ! "$RPAGE_REPO/scripts/install-deps.sh"; then
+		report FAIL "install dependencies"
+		echo "$passed passed, $failed failed, $skipped skipped"
+		exit 1
+	fi
+fi
+
+mapfile -t kernels < <(vm_kernels)
+if [ ${#kernels[@]} -eq 0 ]; then
+	report FAIL "find kernels" "no Debian 6.1 or 6.12 kernel with headers installed"
+	echo "$passed passed, $failed failed, $skipped skipped"
+	exit 1
+fi
+echo "# kernels: ${kernels[*]}"
+
+if make -s user selftests > "$results/make-user.log" 2>&1; then
+	report OK "userspace builds with -Werror (librpage, rpagectl, selftests)"
+else
+	report FAIL "userspace builds with -Werror" "$(tail -n 20 "$results/make-user.log")"
+fi
+
+"$RPAGE_REPO/selftests/host/checks.sh" > "$results/host-checks.tap" 2>&1
+collect_tap_file() {
+	local line
+	while IFS= read -r line; do
+		case "$line" in
+		"not ok "*) failed=$((failed + 1)); echo "$line" ;;
+		"ok "*"# SKIP"*) skipped=$((skipped + 1)); echo "$line" ;;
+		"ok "*) passed=$((passed + 1)); echo "$line" ;;
+		"#"*) echo "$line" ;;
+		esac
+	done < "$1"
+}
+collect_tap_file "$results/host-checks.tap"
+
+# --- guests, kernel by kernel -----------------------------------------
+port_base=$((30000 + ($$ % 1000) * 20))
+for kver in "${kernels[@]}"; do
+	if vm_build_module "$kver" > "$results/module-$kver.log" 2>&1; then
+		report OK "[$kver] rpage.ko builds with W=1 -Werror"
+	else
+		report FAIL "[$kver] rpage.ko builds with W=1 -Werror" \
+			"$(tail -n 20 "$results/module-$kver.log")"
+		continue
+	fi
+	accel=$(vm_accel "$kver")
+	echo "# [$kver] accelerator: $accel"
+
+	# One guest, rxe loopback.
+	run=$VM_DIR/$kver/single
+	t0=$(date +%s)
+	vm_boot "$kver" "$run" selftests/guest/single.sh --smp 2 --mem 2048 \
+		--udp "$port_base:$((port_base + 1))"
+	echo "# [$kver single] guest ran $(( $(date +%s) - t0 ))s"
+	judge_guest "$kver single" "$run"
+
+	# Two guests, host A and host B, on one UDP link over 127.0.0.1.
+	pair=$VM_DIR/$kver/pair
+	rm -rf "$pair"
+	mkdir -p "$pair/sync"
+	t0=$(date +%s)
+	vm_boot "$kver" "$pair/a" selftests/guest/pair.sh --smp 1 --mem 1536 \
+		--node a --ip 192.0.2.1 --peer-node b --peer-ip 192.0.2.2 \
+		--mac 52:54:00:12:34:0a --sync "$pair/sync" \
+		--udp "$((port_base + 2)):$((port_base + 3))" &
+	pid_a=$!
+	vm_boot "$kver" "$pair/b" selftests/guest/pair.sh --smp 1 --mem 1536 \
+		--node b --ip 192.0.2.2 --peer-node a --peer-ip 192.0.2.1 \
+		--mac 52:54:00:12:34:0b --sync "$pair/sync" \
+		--udp "$((port_base + 3)):$((port_base + 2))" &
+	pid_b=$!
+	wait "$pid_a"
+	wait "$pid_b"
+	echo "# [$kver pair] guests ran $(( $(date +%s) - t0 ))s"
+	judge_guest "$kver host-a" "$pair/a"
+	judge_guest "$kver host-b" "$pair/b"
+done
+
+echo "# total time $(( $(date +%s) - start ))s"
+echo "$passed passed, $failed failed, $skipped skipped"
+[ "$failed" -eq 0 ]

@@ -1,0 +1,202 @@
+# SPDX-License-Identifier: GPL-2.0
+#
+# Host-side helpers of the VM harness, sourced by selftests/run.sh and
+# selftests/vm/demo.sh: which kernels, which accelerator, building the
+# module and initramfs per kernel, booting guests, and judging a guest's
+# kernel log.
+#
+# Environment:
+#   RPAGE_KERNELS   kernel versions to run (default: the newest installed
+#                   6.1 and 6.12 Debian kernels)
+#   RPAGE_VM_ACCEL  kvm, tcg or auto (default): auto uses KVM when a
+#                   guest really boots with it, TCG otherwise
+#   RPAGE_VM_TIMEOUT  seconds a guest may run before the watchdog kills it
+
+RPAGE_REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+RPAGE_BUILD=$RPAGE_REPO/build
+VM_DIR=$RPAGE_BUILD/vm
+
+# The newest installed kernel of each supported series that has both its
+# image and its headers.
+vm_default_kernels() {
+	local series kver
+	for series in 6.1 6.12; do
+		kver=$(ls /boot 2>/dev/null | sed -n "s/^vmlinuz-\(${series//./\\.}\.[0-9].*-amd64\)$/\1/p" |
+		       sort -V | while read -r k; do
+				[ -d "/usr/src/linux-headers-$k" ] && echo "$k"
+			done | tail -n 1)
+		[ -n "$kver" ] && echo "$kver"
+	done
+}
+
+vm_kernels() {
+	if [ -n "${RPAGE_KERNELS:-}" ]; then
+		echo "$RPAGE_KERNELS" | tr ' ,' '\n\n' | sed '/^$/d'
+	else
+		vm_default_kernels
+	fi
+}
+
+# Builds rpage.ko for KVER in its own tree, so kernels never share
+# objects. Prints the build log on failure.
+vm_build_module() {
+	local kver=$1 dir=$RPAGE_BUILD/kmod/$1
+	mkdir -p "$dir"
+	cp -r "$RPAGE_REPO/Kbuild" "$RPAGE_REPO/VERSION" "$RPAGE_REPO/kmod" \
+	      "$RPAGE_REPO/include" "$dir/"
+	make -C "/usr/src/linux-headers-$kver" M="$dir" W=1 RPAGE_WERROR=y \
+		modules > "$dir/build.log" 2>&1 || { cat "$dir/build.log"; return 1; }
+}
+
+vm_module_path() {
+	echo "$RPAGE_BUILD/kmod/$1/kmod/rpage.ko"
+}
+
+vm_initramfs() {
+	local kver=$1 img=$VM_DIR/initramfs-$1.gz
+	if [ ! -s "$img" ] || [ "$RPAGE_REPO/selftests/vm/init" -nt "$img" ] ||
+	   [ "$RPAGE_REPO/selftests/vm/mkinitramfs.sh" -nt "$img" ]; then
+		mkdir -p "$VM_DIR"
+		"$RPAGE_REPO/selftests/vm/mkinitramfs.sh" "$kver" "$img" >&2 || return 1
+	fi
+	echo "$img"
+}
+
+# Prints kvm or tcg. With RPAGE_VM_ACCEL=auto, KVM only when a guest
+# boots with it within a short deadline: on some hosts KVM guests hang
+# in early setup, so /dev/kvm alone proves nothing.
+vm_accel() {
+	local kver=$1 accel=${RPAGE_VM_ACCEL:-auto} probe=$VM_DIR/accel-probe
+	case "$accel" in
+	kvm|tcg) echo "$accel"; return ;;
+	auto) ;;
+	*) echo "RPAGE_VM_ACCEL=$accel: want kvm, tcg or auto" >&2; return 1 ;;
+	esac
+	if [ -s "$probe" ]; then
+		cat "$probe"
+		return
+	fi
+	mkdir -p "$VM_DIR"
+	accel=tcg
+	if [ -r /dev/kvm ] && [ -w /dev/kvm ]; then
+		local img log=$VM_DIR/accel-probe.log
+		img=$(vm_initramfs "$kver") || return 1
+		timeout -k 5 30 qemu-system-x86_64 -accel kvm -cpu host -m 512M \
+			-kernel "/boot/vmlinuz-$kver" -initrd "$img" \
+			-append "console=ttyS0 panic=-1 rpage_probe=1" \
+			-display none -monitor none -serial "file:$log" \
+			-no-reboot -nodefaults > /dev/null 2>&1
+		grep -q RPAGE-PROBE-BOOTED "$log" 2>/dev/null && accel=kvm
+	fi
+	echo "$accel" > "$probe"
+	echo "$accel"
+}
+
+# vm_boot KVER RUNDIR JOB [options]
+#   --smp N --mem MiB --ip ADDR --node NAME --peer-ip ADDR --peer-node NAME
+#   --udp LOCALPORT:REMOTEPORT --mac MAC --sync DIR --timeout SECONDS
+# Boots one guest that runs JOB (a path relative to the repo), waits for
+# it, and leaves console.log and out/ in RUNDIR. Returns non-zero when
+# the guest did not finish its job (watchdog, crash).
+vm_boot() {
+	local kver=$1 run=$2 job=$3
+	shift 3
+	local smp=2 mem=2048 ip=192.0.2.1 node=single peer_ip="" peer_node=""
+	local udp="" mac=52:54:00:12:34:01 sync="" timeout=${RPAGE_VM_TIMEOUT:-900}
+	while [ $# -gt 0 ]; do
+		case "$1" in
+		--smp) smp=$2 ;;
+		--mem) mem=$2 ;;
+		--ip) ip=$2 ;;
+		--node) node=$2 ;;
+		--peer-ip) peer_ip=$2 ;;
+		--peer-node) peer_node=$2 ;;
+		--udp) udp=$2 ;;
+		--mac) mac=$2 ;;
+		--sync) sync=$2 ;;
+		--timeout) timeout=$2 ;;
+		*) echo "vm_boot: unknown option $1" >&2; return 2 ;;
+		esac
+		shift 2
+	done
+
+	local accel img
+	accel=$(vm_accel "$kver") || return 1
+	img=$(vm_initramfs "$kver") || return 1
+	rm -rf "$run"
+	mkdir -p "$run/out"
+	cat > "$run/env" <<-ENV
+	RPAGE_REPO='$RPAGE_REPO'
+	RPAGE_BUILD='$RPAGE_BUILD'
+	RPAGE_KVER='$kver'
+	RPAGE_NODE='$node'
+	RPAGE_IP='$ip'
+	RPAGE_PEER_IP='$peer_ip'
+	RPAGE_PEER_NODE='$peer_node'
+	RPAGE_JOB='$RPAGE_REPO/$job'
+	RPAGE_JOB_TIMEOUT='$((timeout - 60))'
+	ENV
+
+	# Every guest has a NIC for rxe; its UDP backend only ever talks to
+	# 127.0.0.1 (the other guest, or an unused port for a lone guest).
+	[ -n "$udp" ] || udp="$((20000 + RANDOM % 20000)):$((40000 + RANDOM % 20000))"
+	local args=(
+		-accel "$accel" -m "$mem" -smp "$smp"
+		-kernel "/boot/vmlinuz-$kver" -initrd "$img"
+		-append "console=ttyS0 quiet panic=-1 rpage_init=$RPAGE_REPO/selftests/vm/guest-init"
+		-display none -monitor none -serial "file:$run/console.log"
+		-no-reboot -nodefaults
+		-fsdev "local,id=root,path=/,security_model=none,readonly=on,multidevs=remap"
+		-device "virtio-9p-pci,fsdev=root,mount_tag=hostroot"
+		-fsdev "local,id=work,path=$run,security_model=none"
+		-device "virtio-9p-pci,fsdev=work,mount_tag=work"
+		-netdev "socket,id=n0,udp=127.0.0.1:${udp#*:},localaddr=127.0.0.1:${udp%%:*}"
+		-device "virtio-net-pci,netdev=n0,mac=$mac"
+	)
+	[ "$accel" = kvm ] && args+=(-cpu host)
+	if [ -n "$sync" ]; then
+		args+=(-fsdev "local,id=sync,path=$sync,security_model=none"
+		       -device "virtio-9p-pci,fsdev=sync,mount_tag=sync")
+	fi
+
+	echo "$accel" > "$run/accel"
+	timeout -k 10 "$timeout" qemu-system-x86_64 "${args[@]}" \
+		> "$run/qemu.log" 2>&1
+	local rc=$?
+	if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
+		echo "watchdog: guest $node on $kver killed after ${timeout}s" >> "$run/problems"
+		return 1
+	fi
+	if [ ! -s "$run/out/job.rc" ]; then
+		echo "guest $node on $kver ended without finishing its job (qemu exit $rc)" >> "$run/problems"
+		return 1
+	fi
+	return 0
+}
+
+# The kernel-log lines that fail a run, wherever they come from.
+VM_LOG_BAD='BUG:|WARNING:|Oops|general protection|blocked for more than|hung_task|refcount_t|list_(add|del) corruption|list corruption|Kernel panic|UBSAN|KASAN|kernel BUG'
+# Taint flags a run may leave: O (out-of-tree module), E (unsigned).
+VM_TAINT_ALLOWED=$(( (1 << 12) | (1 << 13) ))
+
+# vm_judge RUNDIR: appends to RUNDIR/problems every reason the guest's
+# run is not clean; returns non-zero if there is any.
+vm_judge() {
+	local run=$1 taint
+	if [ -f "$run/console.log" ] &&
+	   grep -aE "$VM_LOG_BAD" "$run/console.log" > "$run/bad-lines"; then
+		echo "kernel log: $(head -n 1 "$run/bad-lines")" >> "$run/problems"
+	elif [ -f "$run/out/dmesg.log" ] &&
+	     grep -aE "$VM_LOG_BAD" "$run/out/dmesg.log" > "$run/bad-lines"; then
+		echo "kernel log: $(head -n 1 "$run/bad-lines")" >> "$run/problems"
+	fi
+	if [ -s "$run/out/tainted" ]; then
+		taint=$(cat "$run/out/tainted")
+		if [ $(( taint & ~VM_TAINT_ALLOWED )) -ne 0 ]; then
+			echo "kernel tainted: $taint (only O and E are expected)" >> "$run/problems"
+		fi
+	elif [ ! -s "$run/problems" ]; then
+		echo "no taint record: the guest did not finish" >> "$run/problems"
+	fi
+	[ ! -s "$run/problems" ]
+}

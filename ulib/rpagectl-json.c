@@ -1,0 +1,111 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * rpagectl: the JSON writer behind `rpagectl -j`.
+ */
+#include <inttypes.h>
+
+#include "rpagectl.h"
+
+void json_init(struct json_writer *jw, FILE *out, bool pretty)
+{
+	jw->out = out;
+	jw->pretty = pretty;
+	jw->depth = 0;
+	jw->need_comma = false;
+}
+
+static void json_newline(struct json_writer *jw)
+{
+	if (!jw->pretty)
+		return;
+	fputc('\n', jw->out);
+	for (int i = 0; i < jw->depth; i++)
+		fputs("  ", jw->out);
+}
+
+static void json_quoted(struct json_writer *jw, const char *s)
+{
+	fputc('"', jw->out);
+	for (; *s; s++) {
+		unsigned char c = (unsigned char)*s;
+
+		if (c == '"' || c == '\\')
+			fprintf(jw->out, "\\%c", c);
+		else if (c < 0x20)
+			fprintf(jw->out, "\\u%04x", c);
+		else
+			fputc(c, jw->out);
+	}
+	fputc('"', jw->out);
+}
+
+/* Starts a value: the comma before it, and its key inside an object. */
+static void json_member(struct json_writer *jw, const char *key)
+{
+	if (jw->need_comma)
+		fputc(',', jw->out);
+	if (jw->depth)
+		json_newline(jw);
+	if (key) {
+		json_quoted(jw, key);
+		fputs(jw->pretty ? ": " : ":", jw->out);
+	}
+	jw->need_comma = true;
+}
+
+static void json_open(struct json_writer *jw, const char *key, char bracket)
+{
+	json_member(jw, key);
+	fputc(bracket, jw->out);
+	jw->depth++;
+	jw->need_comma = false;
+}
+
+static void json_close(struct json_writer *jw, char bracket)
+{
+	bool empty = !jw->need_comma;
+
+	jw->depth--;
+	if (!empty)
+		json_newline(jw);
+	fputc(bracket, jw->out);
+	jw->need_comma = true;
+}
+
+void json_open_object(struct json_writer *jw, const char *key)
+{
+	json_open(jw, key, '{');
+}
+
+void json_close_object(struct json_writer *jw)
+{
+	json_close(jw, '}');
+}
+
+void json_open_array(struct json_writer *jw, const char *key)
+{
+	json_open(jw, key, '[');
+}
+
+void json_close_array(struct json_writer *jw)
+{
+	json_close(jw, ']');
+}
+
+void json_string(struct json_writer *jw, const char *key, const char *val)
+{
+	json_member(jw, key);
+	json_quoted(jw, val);
+}
+
+void json_uint(struct json_writer *jw, const char *key, uint64_t val)
+{
+	json_member(jw, key);
+	fprintf(jw->out, "%" PRIu64, val);
+}
+
+void json_finish(struct json_writer *jw)
+{
+	fputc('\n', jw->out);
+	fflush(jw->out);
+}
