@@ -13,7 +13,7 @@ linux-source-6.1 xz-utils
 qemu-system-x86 busybox-static cpio kmod iproute2
 rdma-core ibverbs-utils rdmacm-utils perftest
 libibverbs-dev librdmacm-dev
-sparse gnuplot-nox
+sparse gnuplot-nox jq
 "
 
 missing=""

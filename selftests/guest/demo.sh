@@ -18,7 +18,7 @@ step rpagectl device show
 barrier loaded
 
 if [ "$RPAGE_NODE" = a ]; then
-	rping -s -a "$RPAGE_IP" -C 3 > /dev/null &
+	rping -s -a "$RPAGE_IP" -C 3 > /dev/null 2>&1 &
 	sleep 2
 	barrier listening
 	wait $!

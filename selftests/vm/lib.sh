@@ -143,7 +143,7 @@ vm_boot() {
 	local args=(
 		-accel "$accel" -m "$mem" -smp "$smp"
 		-kernel "/boot/vmlinuz-$kver" -initrd "$img"
-		-append "console=ttyS0 quiet panic=-1 rpage_init=$RPAGE_REPO/selftests/vm/guest-init"
+		-append "console=ttyS0 quiet panic=-1 rpage_repo=$RPAGE_REPO rpage_init=$RPAGE_REPO/selftests/vm/guest-init"
 		-display none -monitor none -serial "file:$run/console.log"
 		-no-reboot -nodefaults
 		-fsdev "local,id=root,path=/,security_model=none,readonly=on,multidevs=remap"
