@@ -3,14 +3,17 @@
 # rpage: rpage.ko (through the kernel's build system), librpage, rpagectl
 # and the selftests.
 #
-#   make                      module + library + rpagectl + selftests
+#   make                      module + library + rpagectl
+#   make selftests            the test programs (needs linux-source)
 #   make KDIR=/path/to/build  against another kernel's headers
 #   make check                every test, in QEMU guests (README.md)
 #   make demo                 the two-host demo, in QEMU guests
 #   make install              library, headers, rpagectl, man pages
 
 VERSION := $(shell cat VERSION)
+# librpage's ABI: MAJOR changes only if a released symbol breaks.
 ABI_MAJOR := 1
+ABI_VERSION := $(ABI_MAJOR).0.0
 
 # The running kernel's build dir; where there is none (a host that
 # cannot load modules), the newest installed Debian headers.
@@ -33,7 +36,7 @@ CPPFLAGS_USER := -D_GNU_SOURCE -Iinclude/uapi -Iulib \
 	-DRPAGE_LIB_VERSION=\"$(VERSION)\"
 USER_CFLAGS = -std=gnu11 $(WARN) $(CFLAGS) $(CPPFLAGS_USER)
 
-LIB_SO := $(O_USER)/librpage.so.$(ABI_MAJOR).$(VERSION)
+LIB_SO := $(O_USER)/librpage.so.$(ABI_VERSION)
 LIB_SONAME := librpage.so.$(ABI_MAJOR)
 LIB_A := $(O_USER)/librpage.a
 RPAGECTL := $(O_USER)/rpagectl
@@ -43,13 +46,15 @@ CTL_SRCS := ulib/rpagectl.c ulib/rpagectl-json.c
 LIB_HDRS := ulib/librpage.h include/uapi/linux/rpage.h
 
 KSELFTEST_DIR := build/kselftest
-TEST_PROGS := rpage_api_test
-TEST_BINS := $(addprefix $(O_USER)/selftests/,$(TEST_PROGS))
+# kselftest_harness programs, and the rdma-core peers the tests use.
+TEST_PROGS := rpage_api_test rpage_config_test
+RDMA_PEERS := rpage_rogue_peer
+TEST_BINS := $(addprefix $(O_USER)/selftests/,$(TEST_PROGS) $(RDMA_PEERS))
 
 .PHONY: all module user selftests check demo bench install clean \
 	checkpatch sparse deps
 
-all: module user selftests
+all: module user
 
 module:
 	@test -d "$(KDIR)" || { echo "KDIR=$(KDIR): no kernel build dir" \
@@ -92,6 +97,13 @@ $(KSELFTEST_DIR)/kselftest_harness.h:
 		tools/testing/selftests/kselftest_harness.h
 
 selftests: $(TEST_BINS)
+
+# A peer built on rdma-core alone (librdmacm), to speak to rpage.ko as a
+# foreign host would.
+$(O_USER)/selftests/rpage_rogue_peer: selftests/rpage_rogue_peer.c \
+		kmod/rpage-proto.h
+	@mkdir -p $(dir $@)
+	$(CC) $(USER_CFLAGS) -o $@ $< -lrdmacm -libverbs
 
 $(O_USER)/selftests/%: selftests/%.c selftests/rpage_test.h $(LIB_A) \
 		$(KSELFTEST_DIR)/kselftest_harness.h

@@ -24,6 +24,44 @@ static struct ib_client rpage_ib_client = {
 	.remove	= rpage_ib_remove,
 };
 
+static void rpage_ibdev_release(struct kref *ref)
+{
+	struct rpage_ibdev *dev = container_of(ref, struct rpage_ibdev, ref);
+
+	ib_dealloc_pd(dev->pd);
+	kfree(dev);
+}
+
+/* A reference to the device's rpage state, or NULL once it is removed. */
+struct rpage_ibdev *rpage_ibdev_get(struct ib_device *ibdev)
+{
+	struct rpage_ibdev *dev;
+
+	mutex_lock(&rpage_ibdevs_lock);
+	list_for_each_entry(dev, &rpage_ibdevs, entry) {
+		if (dev->ibdev == ibdev) {
+			kref_get(&dev->ref);
+			mutex_unlock(&rpage_ibdevs_lock);
+			return dev;
+		}
+	}
+	mutex_unlock(&rpage_ibdevs_lock);
+	return NULL;
+}
+
+void rpage_ibdev_put(struct rpage_ibdev *dev)
+{
+	kref_put(&dev->ref, rpage_ibdev_release);
+}
+
+/* A queue pair on @dev is gone: drop its use and its reference. */
+void rpage_ibdev_unuse(struct rpage_ibdev *dev)
+{
+	if (atomic_dec_and_test(&dev->users))
+		wake_up(&dev->users_wait);
+	rpage_ibdev_put(dev);
+}
+
 static int rpage_ib_add(struct ib_device *ibdev)
 {
 	struct rpage_ibdev *dev;
@@ -32,6 +70,17 @@ static int rpage_ib_add(struct ib_device *ibdev)
 	if (!dev)
 		return -ENOMEM;
 	dev->ibdev = ibdev;
+	kref_init(&dev->ref);
+	atomic_set(&dev->users, 0);
+	init_waitqueue_head(&dev->users_wait);
+	dev->pd = ib_alloc_pd(ibdev, 0);
+	if (IS_ERR(dev->pd)) {
+		int ret = PTR_ERR(dev->pd);
+
+		ibdev_warn(ibdev, "rpage: cannot allocate a PD: %d\n", ret);
+		kfree(dev);
+		return ret;
+	}
 
 	mutex_lock(&rpage_ibdevs_lock);
 	list_add_tail(&dev->entry, &rpage_ibdevs);
@@ -39,6 +88,10 @@ static int rpage_ib_add(struct ib_device *ibdev)
 
 	ib_set_client_data(ibdev, &rpage_ib_client, dev);
 	ibdev_info(ibdev, "rpage attached\n");
+
+	/* Whatever waited for a device may find one now. */
+	rpage_endpoints_device_added();
+	rpage_peers_device_added();
 	return 0;
 }
 
@@ -50,8 +103,17 @@ static void rpage_ib_remove(struct ib_device *ibdev, void *client_data)
 	list_del(&dev->entry);
 	mutex_unlock(&rpage_ibdevs_lock);
 
+	/*
+	 * Every rdma_cm id and queue pair on the device goes before the
+	 * device does; connections then retry on whatever device is left.
+	 */
+	rpage_endpoints_device_removed(dev);
+	rpage_peers_device_removed(dev);
+	/* Inbound connections a disconnect already queued for release. */
+	wait_event(dev->users_wait, !atomic_read(&dev->users));
+
 	ibdev_info(ibdev, "rpage detached\n");
-	kfree(dev);
+	rpage_ibdev_put(dev);
 }
 
 static void rpage_ibdev_fill_info(struct rpage_device_info *info,
@@ -65,18 +127,15 @@ static void rpage_ibdev_fill_info(struct rpage_device_info *info,
 
 long rpage_ioctl_device_list(struct rpage_file *rfile, void __user *argp)
 {
-	struct rpage_device_list arg;
 	struct rpage_device_info *infos = NULL;
+	struct rpage_list arg;
 	struct rpage_ibdev *dev;
 	u32 count = 0, filled;
-	long ret = 0;
+	long ret;
 
-	if (copy_from_user(&arg, argp, sizeof(arg)))
-		return -EFAULT;
-	if (arg.count || memchr_inv(arg.reserved, 0, sizeof(arg.reserved)))
-		return -EINVAL;
-	if (arg.capacity && !arg.devices)
-		return -EFAULT;
+	ret = rpage_list_begin(argp, &arg);
+	if (ret)
+		return ret;
 
 	mutex_lock(&rpage_ibdevs_lock);
 	list_for_each_entry(dev, &rpage_ibdevs, entry)
@@ -97,17 +156,9 @@ long rpage_ioctl_device_list(struct rpage_file *rfile, void __user *argp)
 	}
 	mutex_unlock(&rpage_ibdevs_lock);
 
-	if (filled && copy_to_user(u64_to_user_ptr(arg.devices), infos,
-				   array_size(filled, sizeof(*infos))))
-		ret = -EFAULT;
+	ret = rpage_list_end(argp, &arg, infos, sizeof(*infos), filled, count);
 	kfree(infos);
-	if (ret)
-		return ret;
-
-	arg.count = count;
-	if (copy_to_user(argp, &arg, sizeof(arg)))
-		return -EFAULT;
-	return 0;
+	return ret;
 }
 
 int rpage_ibdev_init(void)

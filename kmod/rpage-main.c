@@ -6,11 +6,122 @@
 #include "rpage-pri.h"
 
 #include <linux/module.h>
+#include <linux/moduleparam.h>
 #include <linux/miscdevice.h>
 #include <linux/fs.h>
 #include <linux/slab.h>
 #include <linux/string.h>
 #include <linux/uaccess.h>
+#include <linux/capability.h>
+#include <linux/random.h>
+#include <linux/in.h>
+#include <linux/in6.h>
+#include <net/ipv6.h>
+
+u64 rpage_node_id;
+module_param_named(node_id, rpage_node_id, ullong, 0444);
+MODULE_PARM_DESC(node_id, "This host's node id, sent to peers (0: random at load)");
+
+unsigned int rpage_qps_per_peer;
+module_param_named(qps_per_peer, rpage_qps_per_peer, uint, 0444);
+MODULE_PARM_DESC(qps_per_peer, "Queue pairs opened to each peer (0: one per online CPU); at most 16");
+
+unsigned int rpage_connect_timeout_ms = 5000;
+module_param_named(connect_timeout_ms, rpage_connect_timeout_ms, uint, 0644);
+MODULE_PARM_DESC(connect_timeout_ms, "How long one connection attempt may take, in ms");
+
+unsigned int rpage_reconnect_delay_ms = 1000;
+module_param_named(reconnect_delay_ms, rpage_reconnect_delay_ms, uint, 0644);
+MODULE_PARM_DESC(reconnect_delay_ms, "Delay before reconnecting to a peer, in ms (plus up to half of it at random)");
+
+struct workqueue_struct *rpage_wq;
+
+int rpage_list_begin(void __user *argp, struct rpage_list *arg)
+{
+	if (copy_from_user(arg, argp, sizeof(*arg)))
+		return -EFAULT;
+	if (arg->count || memchr_inv(arg->reserved, 0, sizeof(arg->reserved)))
+		return -EINVAL;
+	if (arg->capacity && !arg->entries)
+		return -EFAULT;
+	return 0;
+}
+
+/*
+ * Copies the @filled entries a list command gathered and the total
+ * @count back to the caller.
+ */
+int rpage_list_end(void __user *argp, struct rpage_list *arg,
+		   const void *entries, size_t entry_size, u32 filled, u32 count)
+{
+	if (filled && copy_to_user(u64_to_user_ptr(arg->entries), entries,
+				   array_size(filled, entry_size)))
+		return -EFAULT;
+	arg->count = count;
+	if (copy_to_user(argp, arg, sizeof(*arg)))
+		return -EFAULT;
+	return 0;
+}
+
+int rpage_addr_to_sockaddr(const struct rpage_addr *uaddr,
+			   struct sockaddr_storage *ss)
+{
+	u16 port = uaddr->port ? uaddr->port : RPAGE_DEFAULT_PORT;
+
+	memset(ss, 0, sizeof(*ss));
+	switch (uaddr->family) {
+	case AF_INET: {
+		struct sockaddr_in *sin = (struct sockaddr_in *)ss;
+
+		if (uaddr->scope_id || memchr_inv(uaddr->addr + 4, 0, 12))
+			return -EINVAL;
+		sin->sin_family = AF_INET;
+		sin->sin_port = htons(port);
+		memcpy(&sin->sin_addr, uaddr->addr, 4);
+		return 0;
+	}
+	case AF_INET6: {
+		struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)ss;
+
+		sin6->sin6_family = AF_INET6;
+		sin6->sin6_port = htons(port);
+		sin6->sin6_scope_id = uaddr->scope_id;
+		memcpy(&sin6->sin6_addr, uaddr->addr, 16);
+		/* One spelling per host: v4-mapped addresses come as AF_INET. */
+		if (ipv6_addr_v4mapped(&sin6->sin6_addr))
+			return -EINVAL;
+		if (uaddr->scope_id &&
+		    !(ipv6_addr_type(&sin6->sin6_addr) & IPV6_ADDR_LINKLOCAL))
+			return -EINVAL;
+		return 0;
+	}
+	default:
+		return -EINVAL;
+	}
+}
+
+u16 rpage_sockaddr_port(const struct sockaddr *sa)
+{
+	if (sa->sa_family == AF_INET)
+		return ntohs(((const struct sockaddr_in *)sa)->sin_port);
+	if (sa->sa_family == AF_INET6)
+		return ntohs(((const struct sockaddr_in6 *)sa)->sin6_port);
+	return 0;
+}
+
+/* Same family and address; ports differ between a peer's two roles. */
+bool rpage_sockaddr_same_host(const struct sockaddr *a, const struct sockaddr *b)
+{
+	if (a->sa_family != b->sa_family)
+		return false;
+	if (a->sa_family == AF_INET)
+		return ((const struct sockaddr_in *)a)->sin_addr.s_addr ==
+		       ((const struct sockaddr_in *)b)->sin_addr.s_addr;
+	if (a->sa_family == AF_INET6)
+		return ipv6_addr_equal(&((const struct sockaddr_in6 *)a)->sin6_addr,
+				       &((const struct sockaddr_in6 *)b)->sin6_addr);
+	return false;
+}
 
 static int rpage_open(struct inode *inode, struct file *file)
 {
@@ -35,29 +146,37 @@ static int rpage_release(struct inode *inode, struct file *file)
 
 static long rpage_ioctl_api(struct rpage_file *rfile, void __user *argp)
 {
+	struct rpage_api __user *uarg = argp;
 	struct rpage_api arg;
+	u64 requested;
 
-	if (copy_from_user(&arg, argp, sizeof(arg)))
+	if (copy_from_user(&arg, uarg, sizeof(arg)))
 		return -EFAULT;
 	if (arg.reserved0 || memchr_inv(arg.reserved, 0, sizeof(arg.reserved)))
 		return -EINVAL;
-	if (arg.api != RPAGE_API)
+	if (arg.api != RPAGE_API) {
+		/* Tell the caller which version to speak instead. */
+		if (put_user(RPAGE_API, &uarg->api))
+			return -EFAULT;
 		return -EINVAL;
+	}
 	if (arg.features & ~RPAGE_FEATURES_ALL)
 		return -EINVAL;
+	requested = arg.features;
 
-	mutex_lock(&rfile->lock);
-	rfile->features = arg.features;
-	/* Pairs with the smp_load_acquire() in rpage_ioctl(). */
-	smp_store_release(&rfile->api_done, true);
-	mutex_unlock(&rfile->lock);
-
+	/* Answer first: a handshake the caller never saw must not count. */
 	memset(&arg, 0, sizeof(arg));
 	arg.api = RPAGE_API;
 	arg.features = RPAGE_FEATURES_ALL;
 	arg.ioctls = RPAGE_API_IOCTLS;
-	if (copy_to_user(argp, &arg, sizeof(arg)))
+	if (copy_to_user(uarg, &arg, sizeof(arg)))
 		return -EFAULT;
+
+	mutex_lock(&rfile->lock);
+	rfile->features = requested;
+	/* Pairs with the smp_load_acquire() in rpage_ioctl(). */
+	smp_store_release(&rfile->api_done, true);
+	mutex_unlock(&rfile->lock);
 	return 0;
 }
 
@@ -66,11 +185,14 @@ static long rpage_ioctl_api(struct rpage_file *rfile, void __user *argp)
  * @cmd: the full command number, size and direction included.
  * @handler: what runs it.
  * @before_api: may run before the API handshake.
+ * @admin: changes host-wide configuration: needs CAP_SYS_ADMIN in the
+ *	initial user namespace.
  */
 struct rpage_ioctl_desc {
 	unsigned int cmd;
 	long (*handler)(struct rpage_file *rfile, void __user *argp);
 	bool before_api;
+	bool admin;
 };
 
 static const struct rpage_ioctl_desc rpage_ioctls[] = {
@@ -82,6 +204,34 @@ static const struct rpage_ioctl_desc rpage_ioctls[] = {
 	[_RPAGE_DEVICE_LIST] = {
 		.cmd = RPAGE_IOC_DEVICE_LIST,
 		.handler = rpage_ioctl_device_list,
+	},
+	[_RPAGE_ENDPOINT_ADD] = {
+		.cmd = RPAGE_IOC_ENDPOINT_ADD,
+		.handler = rpage_ioctl_endpoint_add,
+		.admin = true,
+	},
+	[_RPAGE_ENDPOINT_DEL] = {
+		.cmd = RPAGE_IOC_ENDPOINT_DEL,
+		.handler = rpage_ioctl_endpoint_del,
+		.admin = true,
+	},
+	[_RPAGE_ENDPOINT_LIST] = {
+		.cmd = RPAGE_IOC_ENDPOINT_LIST,
+		.handler = rpage_ioctl_endpoint_list,
+	},
+	[_RPAGE_PEER_ADD] = {
+		.cmd = RPAGE_IOC_PEER_ADD,
+		.handler = rpage_ioctl_peer_add,
+		.admin = true,
+	},
+	[_RPAGE_PEER_DEL] = {
+		.cmd = RPAGE_IOC_PEER_DEL,
+		.handler = rpage_ioctl_peer_del,
+		.admin = true,
+	},
+	[_RPAGE_PEER_LIST] = {
+		.cmd = RPAGE_IOC_PEER_LIST,
+		.handler = rpage_ioctl_peer_list,
 	},
 };
 
@@ -102,6 +252,8 @@ static long rpage_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 	/* Pairs with the smp_store_release() in rpage_ioctl_api(). */
 	if (!desc->before_api && !smp_load_acquire(&rfile->api_done))
 		return -EINVAL;
+	if (desc->admin && !capable(CAP_SYS_ADMIN))
+		return -EPERM;
 	return desc->handler(rfile, (void __user *)arg);
 }
 
@@ -125,22 +277,39 @@ static int __init rpage_init(void)
 {
 	int ret;
 
+	rpage_proto_build_checks();
+	while (!rpage_node_id)
+		rpage_node_id = get_random_u64();
+
+	rpage_wq = alloc_workqueue("rpage", WQ_MEM_RECLAIM, 0);
+	if (!rpage_wq)
+		return -ENOMEM;
 	ret = rpage_ibdev_init();
 	if (ret)
-		return ret;
+		goto err_wq;
 	ret = misc_register(&rpage_misc);
-	if (ret) {
-		rpage_ibdev_exit();
-		return ret;
-	}
-	pr_info("version %s, API %d loaded\n", RPAGE_VERSION, RPAGE_API);
+	if (ret)
+		goto err_ibdev;
+	pr_info("version %s, API %d, protocol %d.%d, node id %#llx loaded\n",
+		RPAGE_VERSION, RPAGE_API, RPAGE_PROTO_MAJOR, RPAGE_PROTO_MINOR,
+		rpage_node_id);
 	return 0;
+
+err_ibdev:
+	rpage_ibdev_exit();
+err_wq:
+	destroy_workqueue(rpage_wq);
+	return ret;
 }
 
 static void __exit rpage_exit(void)
 {
 	misc_deregister(&rpage_misc);
+	/* No more ioctls: take down the configuration, then the devices. */
+	rpage_peers_exit();
+	rpage_endpoints_exit();
 	rpage_ibdev_exit();
+	destroy_workqueue(rpage_wq);
 	pr_info("unloaded\n");
 }
 

@@ -6,6 +6,7 @@
  */
 #include <stdint.h>
 #include <stdlib.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 
@@ -58,14 +59,16 @@ TEST_F(rpage, handshake_reports_api_and_ioctls)
 	EXPECT_EQ(RPAGE_FEATURES_ALL, out.features);
 	EXPECT_EQ(RPAGE_API_IOCTLS, out.ioctls);
 	EXPECT_EQ(0, out.reserved0);
-	for (int i = 0; i < 4; i++)
+	for (int i = 0; i < 4; i++) {
 		EXPECT_EQ(0, out.reserved[i]);
+	}
 }
 
 TEST_F(rpage, handshake_is_repeatable)
 {
-	for (int i = 0; i < 3; i++)
+	for (int i = 0; i < 3; i++) {
 		ASSERT_EQ(0, handshake(self->fd, RPAGE_API, 0, NULL));
+	}
 }
 
 TEST_F(rpage, handshake_rejects_unknown_features)
@@ -80,7 +83,7 @@ TEST_F(rpage, handshake_rejects_unknown_features)
 		}
 	}
 	/* A rejected request leaves the file without a handshake. */
-	struct rpage_device_list list = { 0 };
+	struct rpage_list list = { 0 };
 
 	EXPECT_EQ(EINVAL, ioctl_errno(self->fd, RPAGE_IOC_DEVICE_LIST, &list));
 }
@@ -89,8 +92,28 @@ TEST_F(rpage, handshake_rejects_other_api_versions)
 {
 	const __u32 versions[] = { 0, RPAGE_API + 1, 0xffffffff };
 
-	for (size_t i = 0; i < sizeof(versions) / sizeof(versions[0]); i++)
-		EXPECT_EQ(EINVAL, handshake(self->fd, versions[i], 0, NULL));
+	struct rpage_api out;
+
+	for (size_t i = 0; i < sizeof(versions) / sizeof(versions[0]); i++) {
+		EXPECT_EQ(EINVAL, handshake(self->fd, versions[i], 0, &out));
+		/* The module says which version it speaks. */
+		EXPECT_EQ(RPAGE_API, out.api);
+	}
+}
+
+TEST_F(rpage, handshake_unseen_by_the_caller_does_not_count)
+{
+	struct rpage_list list = { 0 };
+	struct rpage_api *ro;
+
+	/* A read-only page: the kernel can read the request, not answer. */
+	ro = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(MAP_FAILED, ro);
+	ro->api = RPAGE_API;
+	ASSERT_EQ(0, mprotect(ro, 4096, PROT_READ));
+	EXPECT_EQ(EFAULT, ioctl_errno(self->fd, RPAGE_IOC_API, ro));
+	EXPECT_EQ(EINVAL, ioctl_errno(self->fd, RPAGE_IOC_DEVICE_LIST, &list));
+	munmap(ro, 4096);
 }
 
 TEST_F(rpage, handshake_rejects_reserved_fields)
@@ -128,8 +151,9 @@ TEST_F(rpage, known_command_with_wrong_size_or_direction)
 TEST_F(rpage, unknown_commands_are_enotty)
 {
 	struct rpage_api arg = { .api = RPAGE_API };
+	/* The first command number past the last one defined. */
 	const unsigned long cmds[] = {
-		_IOWR(RPAGE_IOC_MAGIC, 0x02, struct rpage_api),
+		_IOWR(RPAGE_IOC_MAGIC, _RPAGE_PEER_LIST + 1, struct rpage_api),
 		_IOWR(RPAGE_IOC_MAGIC, 0x3f, struct rpage_api),
 		_IOWR(RPAGE_IOC_MAGIC, 0xff, struct rpage_api),
 		_IOWR(RPAGE_IOC_MAGIC + 1, _RPAGE_API, struct rpage_api),
@@ -155,7 +179,7 @@ TEST_F(rpage, bad_user_pointers_are_efault)
 
 TEST_F(rpage, commands_need_the_handshake_first)
 {
-	struct rpage_device_list list = { 0 };
+	struct rpage_list list = { 0 };
 
 	EXPECT_EQ(EINVAL, ioctl_errno(self->fd, RPAGE_IOC_DEVICE_LIST, &list));
 	ASSERT_EQ(0, handshake(self->fd, RPAGE_API, 0, NULL));
@@ -166,7 +190,7 @@ TEST_F(rpage, device_list_shows_the_rdma_device)
 {
 	const char *want = getenv("RPAGE_TEST_DEVICE");
 	struct rpage_device_info infos[16];
-	struct rpage_device_list list = { 0 };
+	struct rpage_list list = { 0 };
 	bool found = false;
 
 	ASSERT_EQ(0, handshake(self->fd, RPAGE_API, 0, NULL));
@@ -177,14 +201,15 @@ TEST_F(rpage, device_list_shows_the_rdma_device)
 
 	memset(infos, 0xa5, sizeof(infos));
 	memset(&list, 0, sizeof(list));
-	list.devices = (uintptr_t)infos;
+	list.entries = (uintptr_t)infos;
 	list.capacity = 16;
 	ASSERT_EQ(0, ioctl_errno(self->fd, RPAGE_IOC_DEVICE_LIST, &list));
 	for (__u32 i = 0; i < list.count; i++) {
 		ASSERT_NE(NULL, memchr(infos[i].name, '\0', sizeof(infos[i].name)));
 		EXPECT_LE(1, infos[i].port_count);
-		for (int r = 0; r < 4; r++)
+		for (int r = 0; r < 4; r++) {
 			EXPECT_EQ(0, infos[i].reserved[r]);
+		}
 		if (want && !strcmp(infos[i].name, want))
 			found = true;
 	}
@@ -200,7 +225,7 @@ TEST_F(rpage, device_list_shows_the_rdma_device)
 TEST_F(rpage, device_list_capacity_bounds_the_copy)
 {
 	struct rpage_device_info one[2];
-	struct rpage_device_list list = { 0 };
+	struct rpage_list list = { 0 };
 
 	ASSERT_EQ(0, handshake(self->fd, RPAGE_API, 0, NULL));
 	ASSERT_EQ(0, ioctl_errno(self->fd, RPAGE_IOC_DEVICE_LIST, &list));
@@ -209,7 +234,7 @@ TEST_F(rpage, device_list_capacity_bounds_the_copy)
 
 	memset(one, 0xa5, sizeof(one));
 	memset(&list, 0, sizeof(list));
-	list.devices = (uintptr_t)one;
+	list.entries = (uintptr_t)one;
 	list.capacity = 1;
 	ASSERT_EQ(0, ioctl_errno(self->fd, RPAGE_IOC_DEVICE_LIST, &list));
 	EXPECT_LE(1, list.count);
@@ -218,7 +243,7 @@ TEST_F(rpage, device_list_capacity_bounds_the_copy)
 
 TEST_F(rpage, device_list_rejects_bad_arguments)
 {
-	struct rpage_device_list list = { 0 };
+	struct rpage_list list = { 0 };
 
 	ASSERT_EQ(0, handshake(self->fd, RPAGE_API, 0, NULL));
 
@@ -238,7 +263,7 @@ TEST_F(rpage, device_list_rejects_bad_arguments)
 	if (list.count) {
 		memset(&list, 0, sizeof(list));
 		list.capacity = 4;
-		list.devices = 8;	/* the unmapped first page */
+		list.entries = 8;	/* the unmapped first page */
 		EXPECT_EQ(EFAULT, ioctl_errno(self->fd, RPAGE_IOC_DEVICE_LIST,
 					      &list));
 	}

@@ -1,10 +1,19 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
- * librpage: one function per ioctl of /dev/rpage.
+ * librpage: one function per ioctl of /dev/rpage, and the address
+ * helpers that fill and print struct rpage_addr.
  */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <net/if.h>
+#include <netinet/in.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <sys/ioctl.h>
+#include <sys/socket.h>
 
 #include "librpage.h"
 
@@ -15,6 +24,13 @@ static int rpage_ioctl(int fd, unsigned long cmd, void *arg)
 	if (ioctl(fd, cmd, arg) < 0)
 		return -errno;
 	return 0;
+}
+
+/* The helpers without a system call of their own set errno too. */
+static int rpage_error(int err)
+{
+	errno = err;
+	return -err;
 }
 
 RPAGE_EXPORT const char *rpage_lib_version(void)
@@ -34,7 +50,138 @@ RPAGE_EXPORT int rpage_api(int fd, struct rpage_api *api)
 	return rpage_ioctl(fd, RPAGE_IOC_API, api);
 }
 
-RPAGE_EXPORT int rpage_device_list(int fd, struct rpage_device_list *list)
+RPAGE_EXPORT int rpage_device_list(int fd, struct rpage_list *list)
 {
 	return rpage_ioctl(fd, RPAGE_IOC_DEVICE_LIST, list);
+}
+
+RPAGE_EXPORT int rpage_endpoint_add(int fd, const struct rpage_endpoint *ep)
+{
+	return rpage_ioctl(fd, RPAGE_IOC_ENDPOINT_ADD, (void *)ep);
+}
+
+RPAGE_EXPORT int rpage_endpoint_del(int fd, const struct rpage_endpoint *ep)
+{
+	return rpage_ioctl(fd, RPAGE_IOC_ENDPOINT_DEL, (void *)ep);
+}
+
+RPAGE_EXPORT int rpage_endpoint_list(int fd, struct rpage_list *list)
+{
+	return rpage_ioctl(fd, RPAGE_IOC_ENDPOINT_LIST, list);
+}
+
+RPAGE_EXPORT int rpage_peer_add(int fd, const struct rpage_peer_config *peer)
+{
+	return rpage_ioctl(fd, RPAGE_IOC_PEER_ADD, (void *)peer);
+}
+
+RPAGE_EXPORT int rpage_peer_del(int fd, const struct rpage_peer_config *peer)
+{
+	return rpage_ioctl(fd, RPAGE_IOC_PEER_DEL, (void *)peer);
+}
+
+RPAGE_EXPORT int rpage_peer_list(int fd, struct rpage_list *list)
+{
+	return rpage_ioctl(fd, RPAGE_IOC_PEER_LIST, list);
+}
+
+/* The scope after '%': an interface index or name. */
+static int parse_scope(const char *scope, __u32 *scope_id)
+{
+	unsigned int idx;
+
+	if (!*scope)
+		return -EINVAL;
+	if (strspn(scope, "0123456789") == strlen(scope)) {
+		unsigned long val;
+		char *end;
+
+		errno = 0;
+		val = strtoul(scope, &end, 10);
+		if (errno || *end || !val || val > UINT32_MAX)
+			return -EINVAL;
+		*scope_id = (__u32)val;
+		return 0;
+	}
+	if (strlen(scope) >= IF_NAMESIZE)
+		return -ENODEV;
+	idx = if_nametoindex(scope);
+	if (!idx)
+		return errno && errno != ENXIO ? -errno : -ENODEV;
+	*scope_id = idx;
+	return 0;
+}
+
+RPAGE_EXPORT int rpage_addr_parse(const char *text, __u16 port,
+				  struct rpage_addr *out)
+{
+	struct rpage_addr a = { .port = port };
+	char host[INET6_ADDRSTRLEN];
+	struct in6_addr in6;
+	const char *pct;
+	size_t len;
+	int ret;
+
+	if (!text || !out)
+		return rpage_error(EINVAL);
+	if (inet_pton(AF_INET, text, a.addr) == 1) {
+		a.family = AF_INET;
+		*out = a;
+		return 0;
+	}
+	pct = strchr(text, '%');
+	len = pct ? (size_t)(pct - text) : strlen(text);
+	if (!len || len >= sizeof(host))
+		return rpage_error(EINVAL);
+	memcpy(host, text, len);
+	host[len] = '\0';
+	if (inet_pton(AF_INET6, host, &in6) != 1)
+		return rpage_error(EINVAL);
+	a.family = AF_INET6;
+	memcpy(a.addr, &in6, sizeof(a.addr));
+	if (pct) {
+		/* A scope only makes sense on a link-local address. */
+		if (!IN6_IS_ADDR_LINKLOCAL(&in6) && !IN6_IS_ADDR_MC_LINKLOCAL(&in6))
+			return rpage_error(EINVAL);
+		ret = parse_scope(pct + 1, &a.scope_id);
+		if (ret < 0)
+			return rpage_error(-ret);
+	}
+	*out = a;
+	return 0;
+}
+
+RPAGE_EXPORT int rpage_addr_format(const struct rpage_addr *a, char *buf,
+				   size_t len)
+{
+	char text[RPAGE_ADDR_STRLEN];
+	char ifname[IF_NAMESIZE];
+	size_t n;
+
+	if (!a || (!buf && len))
+		return rpage_error(EINVAL);
+	switch (a->family) {
+	case AF_INET:
+		if (!inet_ntop(AF_INET, a->addr, text, sizeof(text)))
+			return rpage_error(EINVAL);
+		break;
+	case AF_INET6:
+		if (!inet_ntop(AF_INET6, a->addr, text, INET6_ADDRSTRLEN))
+			return rpage_error(EINVAL);
+		if (!a->scope_id)
+			break;
+		n = strlen(text);
+		if (if_indextoname(a->scope_id, ifname))
+			snprintf(text + n, sizeof(text) - n, "%%%s", ifname);
+		else
+			snprintf(text + n, sizeof(text) - n, "%%%u", a->scope_id);
+		break;
+	default:
+		return rpage_error(EINVAL);
+	}
+	n = strlen(text);
+	if (n >= len)
+		return rpage_error(ENOSPC);
+	memcpy(buf, text, n + 1);
+	return 0;
 }

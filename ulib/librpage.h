@@ -10,6 +10,7 @@
 #ifndef LIBRPAGE_H
 #define LIBRPAGE_H
 
+#include <stddef.h>
 #include <linux/rpage.h>
 
 #ifdef __cplusplus
@@ -18,6 +19,12 @@ extern "C" {
 
 /* The path rpage_open() opens. */
 #define RPAGE_DEVICE_PATH "/dev/" RPAGE_DEVICE_NAME
+
+/*
+ * A buffer of this size holds any address rpage_addr_format() writes:
+ * an IPv6 address, '%', an interface name and the NUL.
+ */
+#define RPAGE_ADDR_STRLEN 64
 
 /* The library's version, "MAJOR.MINOR.PATCH". */
 const char *rpage_lib_version(void);
@@ -28,8 +35,41 @@ int rpage_open(int flags);
 /* RPAGE_IOC_API: the handshake every fd must complete first. */
 int rpage_api(int fd, struct rpage_api *api);
 
-/* RPAGE_IOC_DEVICE_LIST: the RDMA devices the module is attached to. */
-int rpage_device_list(int fd, struct rpage_device_list *list);
+/*
+ * RPAGE_IOC_DEVICE_LIST: the RDMA devices the module is attached to;
+ * @list->entries points to struct rpage_device_info[].
+ */
+int rpage_device_list(int fd, struct rpage_list *list);
+
+/* RPAGE_IOC_ENDPOINT_ADD, _DEL: listen, or stop listening, on an address. */
+int rpage_endpoint_add(int fd, const struct rpage_endpoint *ep);
+int rpage_endpoint_del(int fd, const struct rpage_endpoint *ep);
+
+/* RPAGE_IOC_ENDPOINT_LIST: entries are struct rpage_endpoint_info. */
+int rpage_endpoint_list(int fd, struct rpage_list *list);
+
+/* RPAGE_IOC_PEER_ADD, _DEL: configure or remove a peer (by name). */
+int rpage_peer_add(int fd, const struct rpage_peer_config *peer);
+int rpage_peer_del(int fd, const struct rpage_peer_config *peer);
+
+/* RPAGE_IOC_PEER_LIST: entries are struct rpage_peer_info. */
+int rpage_peer_list(int fd, struct rpage_list *list);
+
+/*
+ * Fill @out from an IPv4 or IPv6 literal, such as "192.0.2.1", "2001:db8::1"
+ * or "fe80::1%eth0" (a scope, by interface name or index, only on a
+ * link-local address), and @port. No system call but the interface name
+ * lookup. -EINVAL on bad text, -ENODEV for an unknown interface.
+ */
+int rpage_addr_parse(const char *text, __u16 port, struct rpage_addr *out);
+
+/*
+ * Write @a's address, without its port, to @buf: "192.0.2.1",
+ * "2001:db8::1", "fe80::1%eth0" (the scope's interface name, or its index
+ * when it has no name). -EINVAL for an unknown family, -ENOSPC when
+ * @len is too small (RPAGE_ADDR_STRLEN always suffices).
+ */
+int rpage_addr_format(const struct rpage_addr *a, char *buf, size_t len);
 
 #ifdef __cplusplus
 }

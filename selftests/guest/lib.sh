@@ -111,3 +111,54 @@ barrier() {
 		fi
 	done
 }
+
+# wait_until SECONDS COMMAND...: polls COMMAND until it succeeds.
+wait_until() {
+	local deadline=$(( $(date +%s) + $1 ))
+	shift
+	until "$@" > /dev/null 2>&1; do
+		if [ "$(date +%s)" -ge "$deadline" ]; then
+			echo "timed out waiting for: $*"
+			return 1
+		fi
+		sleep 0.5
+	done
+}
+
+# peer_field NAME FIELD: one field of `rpagectl -j peer show`.
+peer_field() {
+	"$RPAGECTL" -j peer show | jq -r --arg n "$1" ".[] | select(.name == \$n) | .$2"
+}
+
+# endpoint_field FIELD: a field of the first endpoint.
+endpoint_field() {
+	"$RPAGECTL" -j endpoint show | jq -r ".[0].$1"
+}
+
+# peer_is NAME STATE: the peer is in STATE with all its queue pairs up
+# (for "connected"), or just in STATE.
+peer_is() {
+	local state
+	state=$(peer_field "$1" state)
+	[ "$state" = "$2" ] || return 1
+	if [ "$2" = connected ]; then
+		[ "$(peer_field "$1" qps_connected)" = "$(peer_field "$1" qps)" ]
+	fi
+}
+
+# Predicates for wait_until, read afresh on every poll.
+peer_field_is() {
+	[ "$(peer_field "$1" "$2")" = "$3" ]
+}
+
+peer_field_ge() {
+	[ "$(peer_field "$1" "$2")" -ge "$3" ] 2>/dev/null
+}
+
+endpoint_field_is() {
+	[ "$(endpoint_field "$1")" = "$2" ]
+}
+
+endpoint_field_ge() {
+	[ "$(endpoint_field "$1")" -ge "$2" ] 2>/dev/null
+}

@@ -1,10 +1,14 @@
 # SPDX-License-Identifier: GPL-2.0
 #
 # The two-guest job, run on host A (node a) and host B (node b) at once:
-# rdma-core peers across the guests' link, and rpage.ko on both.
+# rdma-core peers across the guests' link, then rpage.ko on both hosts
+# connecting to each other, refusing strangers and speaking up about
+# protocol versions.
 . "$RPAGE_REPO/selftests/guest/lib.sh"
 
 RPING_COUNT=20
+ROGUE=$SELFTESTS/rpage_rogue_peer
+PEER=$RPAGE_PEER_NODE
 
 test_rping_server() {
 	rping -s -a "$RPAGE_IP" -C "$RPING_COUNT" -v > /tmp/rping.log 2>&1 &
@@ -24,7 +28,7 @@ test_rping_client() {
 		if rping -c -a "$RPAGE_PEER_IP" -C "$RPING_COUNT" -v > /tmp/rping.log 2>&1; then
 			local got
 			got=$(grep -c "ping data" /tmp/rping.log)
-			cat /tmp/rping.log | tail -n 3
+			tail -n 3 /tmp/rping.log
 			expect_eq "$got" "$RPING_COUNT" "pings sent"
 			return
 		fi
@@ -39,8 +43,83 @@ test_rpage_version() {
 	rpage_devices | grep -qx rxe0
 }
 
+rpage_load_pair() {
+	modprobe ib_core && modprobe rdma_cm &&
+	insmod "$RPAGE_KO" qps_per_peer=2 connect_timeout_ms=3000 reconnect_delay_ms=500
+}
+
+test_mutual_connect() {
+	"$RPAGECTL" endpoint add "$RPAGE_IP" || fail "endpoint add" || return
+	"$RPAGECTL" peer add "$PEER" addr "$RPAGE_PEER_IP" || fail "peer add" || return
+	wait_until 90 peer_is "$PEER" connected || { "$RPAGECTL" peer show; fail "not connected"; return; }
+	wait_until 30 peer_field_is "$PEER" qps_inbound 2 ||
+		{ "$RPAGECTL" peer show; fail "peer's queue pairs did not arrive"; return; }
+	"$RPAGECTL" peer show
+	"$RPAGECTL" endpoint show
+	expect_eq "$(peer_field "$PEER" proto)" 1.0 "peer protocol"
+}
+
+# On B: foreign initiators built on rdma-core, against A's endpoint.
+test_rogue_version() {
+	local out rc
+	out=$("$ROGUE" -t 20 -M 2 "$RPAGE_PEER_IP")
+	rc=$?
+	echo "$out"
+	expect_eq "$rc" 2 "exit status" || return
+	expect_eq "$out" "rejected reason version proto 1.0" "outcome"
+}
+
+test_rogue_bad_magic() {
+	local out rc
+	out=$("$ROGUE" -t 20 -x "$RPAGE_PEER_IP")
+	rc=$?
+	echo "$out"
+	expect_eq "$rc" 2 "exit status" || return
+	expect_eq "$out" "rejected reason bad-hello proto 1.0" "outcome"
+}
+
+test_rogue_good_hello_from_a_peer_address() {
+	local out rc want
+	out=$("$ROGUE" -t 20 "$RPAGE_PEER_IP")
+	rc=$?
+	echo "$out"
+	expect_eq "$rc" 0 "exit status" || return
+	want="accepted node_id $(peer_field "$PEER" node_id) proto 1.0"
+	expect_eq "$out" "$want" "outcome"
+}
+
+# On A: what it counted and logged of B's rogue attempts.
+test_refusals_counted_and_logged() {
+	"$RPAGECTL" endpoint show
+	[ "$(endpoint_field rejected_version)" -ge 1 ] || fail "version refusal not counted" || return
+	[ "$(endpoint_field rejected_other)" -ge 1 ] || fail "bad hello not counted" || return
+	dmesg | grep -q "it speaks protocol 2.0, we speak 1.0" || fail "version refusal not logged"
+}
+
+# A forgets B: B's connections are refused as from an unknown peer.
+test_forgotten_peer_is_refused_a() {
+	"$RPAGECTL" peer del "$PEER" || fail "peer del" || return
+	barrier a-forgot-b || return
+	wait_until 60 endpoint_field_ge rejected_unknown 1 ||
+		fail "refusals of the unknown peer not counted" || return
+	barrier b-saw-refusal || return
+	"$RPAGECTL" peer add "$PEER" addr "$RPAGE_PEER_IP" || fail "peer re-add" || return
+	wait_until 90 peer_is "$PEER" connected || fail "no reconnect to b"
+}
+
+test_forgotten_peer_is_refused_b() {
+	barrier a-forgot-b || return
+	wait_until 60 peer_field_is "$PEER" last_reject unknown-peer ||
+		{ "$RPAGECTL" peer show; fail "refusal reason not shown"; return; }
+	expect_eq "$(peer_field "$PEER" state)" reconnecting "state" || return
+	[ "$(peer_field "$PEER" rejects)" -ge 1 ] || fail "refusal not counted" || return
+	barrier b-saw-refusal || return
+	wait_until 90 peer_is "$PEER" connected || fail "no reconnect once a re-added b"
+}
+
+rxe_up
+
 tap_begin "pair-$RPAGE_NODE"
-run_test rxe_up rxe_up
 run_test rpage_load rpage_load
 run_test "rpagectl_version_on_$RPAGE_NODE" test_rpage_version
 if [ "$RPAGE_NODE" = a ]; then
@@ -48,6 +127,23 @@ if [ "$RPAGE_NODE" = a ]; then
 else
 	run_test rping_client_on_b test_rping_client
 fi
-barrier done
+barrier rping-done
 run_test rpage_unload rpage_unload
+
+run_test rpage_load_two_qps_per_peer rpage_load_pair
+run_test "mutual_connect_on_$RPAGE_NODE" test_mutual_connect
+barrier connected
+if [ "$RPAGE_NODE" = b ]; then
+	run_test rogue_peer_with_protocol_2_is_refused test_rogue_version
+	run_test rogue_peer_with_bad_magic_is_refused test_rogue_bad_magic
+	run_test rogue_peer_from_a_peer_address_is_accepted test_rogue_good_hello_from_a_peer_address
+	barrier rogues-done
+	run_test forgotten_peer_is_refused_on_b test_forgotten_peer_is_refused_b
+else
+	barrier rogues-done
+	run_test refusals_counted_and_logged_on_a test_refusals_counted_and_logged
+	run_test forgotten_peer_is_refused_on_a test_forgotten_peer_is_refused_a
+fi
+barrier done
+run_test "unload_while_connected_on_$RPAGE_NODE" rpage_unload
 tap_end

@@ -73,3 +73,5 @@ RPAGE_TEST_DEVICE=rxe0 run_kselftest api "$SELFTESTS/rpage_api_test"
 tap_begin teardown
 run_test final_unload rpage_unload
 tap_end
+
+. "$RPAGE_REPO/selftests/guest/conn-single.sh"

@@ -33,16 +33,26 @@
 
 #define RPAGE_IOC_MAGIC		0xE7
 
+/* The port endpoints listen on and peers are reached at by default. */
+#define RPAGE_DEFAULT_PORT	7471
+
 /* Command numbers; RPAGE_IOC_API reports them as bits in .ioctls. */
 enum {
 	_RPAGE_API		= 0x00,
 	_RPAGE_DEVICE_LIST	= 0x01,
+	_RPAGE_ENDPOINT_ADD	= 0x02,
+	_RPAGE_ENDPOINT_DEL	= 0x03,
+	_RPAGE_ENDPOINT_LIST	= 0x04,
+	_RPAGE_PEER_ADD		= 0x05,
+	_RPAGE_PEER_DEL		= 0x06,
+	_RPAGE_PEER_LIST	= 0x07,
 };
 
 /**
  * struct rpage_api - the API and feature handshake
  * @api: in: the API version the caller speaks (RPAGE_API).
- *	out: the version the module speaks.
+ *	out: the version the module speaks, also written back when the
+ *	call fails with EINVAL because the versions differ.
  * @features: in: feature bits the caller needs; unknown bits fail with
  *	EINVAL. out: every feature bit the module supports.
  * @ioctls: out: bit (1 << nr) set for every supported command number.
@@ -76,26 +86,172 @@ struct rpage_device_info {
 };
 
 /**
- * struct rpage_device_list - list the RDMA devices rpage.ko tracks
- * @devices: in: user pointer to an array of struct rpage_device_info.
- * @capacity: in: number of entries that fit in @devices.
- * @count: out: number of devices tracked; may exceed @capacity, in which
- *	case only @capacity entries were written.
+ * struct rpage_list - the argument of every RPAGE_IOC_*_LIST command
+ * @entries: in: user pointer to an array of the command's info struct.
+ * @capacity: in: number of entries that fit in @entries.
+ * @count: in: must be zero. out: number of objects; may exceed
+ *	@capacity, in which case only @capacity entries were written.
  * @reserved: must be zero.
  */
-struct rpage_device_list {
-	__u64 devices;
+struct rpage_list {
+	__u64 entries;
 	__u32 capacity;
 	__u32 count;
 	__u64 reserved[2];
 };
 
+/**
+ * struct rpage_addr - an IPv4 or IPv6 address and port
+ * @family: AF_INET or AF_INET6.
+ * @port: the port, in host byte order; 0 means RPAGE_DEFAULT_PORT.
+ * @scope_id: the IPv6 scope (interface index) of a link-local address;
+ *	must be zero otherwise.
+ * @addr: the address in network byte order: 4 bytes for AF_INET (the
+ *	other 12 must be zero), 16 for AF_INET6 (not an IPv4-mapped one:
+ *	use AF_INET).
+ */
+struct rpage_addr {
+	__u16 family;
+	__u16 port;
+	__u32 scope_id;
+	__u8  addr[16];
+};
+
+/**
+ * struct rpage_endpoint - add or delete a listening endpoint
+ * @addr: the local address to listen on; a wildcard address listens on
+ *	every RDMA device.
+ * @reserved: must be zero.
+ */
+struct rpage_endpoint {
+	struct rpage_addr addr;
+	__u64 reserved[4];
+};
+
+/* Endpoint states (struct rpage_endpoint_info.state). */
+enum {
+	RPAGE_ENDPOINT_LISTENING	= 1,
+	/* Its RDMA device went away; it listens again when one returns. */
+	RPAGE_ENDPOINT_DOWN		= 2,
+};
+
+/**
+ * struct rpage_endpoint_info - a listening endpoint
+ * @addr: the address it listens on.
+ * @state: RPAGE_ENDPOINT_*.
+ * @reserved0: zero.
+ * @accepted: connections accepted.
+ * @rejected_unknown: connections refused: not from a configured peer.
+ * @rejected_version: connections refused: incompatible protocol.
+ * @rejected_other: connections refused for any other reason.
+ * @reserved: zero.
+ */
+struct rpage_endpoint_info {
+	struct rpage_addr addr;
+	__u32 state;
+	__u32 reserved0;
+	__u64 accepted;
+	__u64 rejected_unknown;
+	__u64 rejected_version;
+	__u64 rejected_other;
+	__u64 reserved[4];
+};
+
+/**
+ * struct rpage_peer_config - add or delete a peer
+ * @name: the operator's name for the peer, NUL-terminated, made of
+ *	[A-Za-z0-9._-]; unique on this host.
+ * @addr: where the peer's endpoint listens (add only; delete goes by
+ *	@name and wants @addr zero). The address, whatever the port, is
+ *	unique on this host: incoming connections are matched to peers by
+ *	address alone.
+ * @flags: must be zero.
+ * @reserved0: must be zero.
+ * @reserved: must be zero.
+ */
+struct rpage_peer_config {
+	char  name[RPAGE_NAME_MAX];
+	struct rpage_addr addr;
+	__u32 flags;
+	__u32 reserved0;
+	__u64 reserved[4];
+};
+
+/* Peer states (struct rpage_peer_info.state). */
+enum {
+	RPAGE_PEER_CONNECTING	= 1,
+	RPAGE_PEER_CONNECTED	= 2,
+	RPAGE_PEER_RECONNECTING	= 3,
+	/* The peer refused us for good (incompatible protocol). */
+	RPAGE_PEER_FAILED	= 4,
+};
+
+/* Why a peer refused a connection (struct rpage_peer_info.last_reject). */
+enum {
+	RPAGE_REJECT_NONE		= 0,
+	RPAGE_REJECT_UNKNOWN_PEER	= 1,
+	RPAGE_REJECT_VERSION		= 2,
+	RPAGE_REJECT_BAD_HELLO		= 3,
+	RPAGE_REJECT_NO_RESOURCES	= 4,
+	RPAGE_REJECT_UNSPECIFIED	= 5,
+};
+
+/**
+ * struct rpage_peer_info - a peer and its connections
+ * @name: the peer's name.
+ * @addr: the peer's endpoint.
+ * @state: RPAGE_PEER_*, of the connections this host opens to the peer.
+ * @last_reject: RPAGE_REJECT_*: why the peer last refused a connection.
+ * @last_error: the (positive) errno of the last failed connection
+ *	attempt, 0 if none.
+ * @qps: queue pairs this host opens to the peer.
+ * @qps_connected: of those, how many are connected.
+ * @qps_inbound: queue pairs the peer has open to this host.
+ * @remote_node_id: the peer's node id, 0 until it has been seen.
+ * @remote_proto: the peer's protocol version, major << 16 | minor.
+ * @reserved0: zero.
+ * @connects: connections established to the peer.
+ * @rejects: connections the peer refused.
+ * @reserved: zero.
+ */
+struct rpage_peer_info {
+	char  name[RPAGE_NAME_MAX];
+	struct rpage_addr addr;
+	__u32 state;
+	__u32 last_reject;
+	__u32 last_error;
+	__u32 qps;
+	__u32 qps_connected;
+	__u32 qps_inbound;
+	__u64 remote_node_id;
+	__u32 remote_proto;
+	__u32 reserved0;
+	__u64 connects;
+	__u64 rejects;
+	__u64 reserved[4];
+};
+
 #define RPAGE_IOC_API \
 	_IOWR(RPAGE_IOC_MAGIC, _RPAGE_API, struct rpage_api)
 #define RPAGE_IOC_DEVICE_LIST \
-	_IOWR(RPAGE_IOC_MAGIC, _RPAGE_DEVICE_LIST, struct rpage_device_list)
+	_IOWR(RPAGE_IOC_MAGIC, _RPAGE_DEVICE_LIST, struct rpage_list)
+#define RPAGE_IOC_ENDPOINT_ADD \
+	_IOW(RPAGE_IOC_MAGIC, _RPAGE_ENDPOINT_ADD, struct rpage_endpoint)
+#define RPAGE_IOC_ENDPOINT_DEL \
+	_IOW(RPAGE_IOC_MAGIC, _RPAGE_ENDPOINT_DEL, struct rpage_endpoint)
+#define RPAGE_IOC_ENDPOINT_LIST \
+	_IOWR(RPAGE_IOC_MAGIC, _RPAGE_ENDPOINT_LIST, struct rpage_list)
+#define RPAGE_IOC_PEER_ADD \
+	_IOW(RPAGE_IOC_MAGIC, _RPAGE_PEER_ADD, struct rpage_peer_config)
+#define RPAGE_IOC_PEER_DEL \
+	_IOW(RPAGE_IOC_MAGIC, _RPAGE_PEER_DEL, struct rpage_peer_config)
+#define RPAGE_IOC_PEER_LIST \
+	_IOWR(RPAGE_IOC_MAGIC, _RPAGE_PEER_LIST, struct rpage_list)
 
 #define RPAGE_API_IOCTLS \
-	((1ULL << _RPAGE_API) | (1ULL << _RPAGE_DEVICE_LIST))
+	((1ULL << _RPAGE_API) | (1ULL << _RPAGE_DEVICE_LIST) | \
+	 (1ULL << _RPAGE_ENDPOINT_ADD) | (1ULL << _RPAGE_ENDPOINT_DEL) | \
+	 (1ULL << _RPAGE_ENDPOINT_LIST) | (1ULL << _RPAGE_PEER_ADD) | \
+	 (1ULL << _RPAGE_PEER_DEL) | (1ULL << _RPAGE_PEER_LIST))
 
 #endif /* _UAPI_LINUX_RPAGE_H */

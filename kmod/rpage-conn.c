@@ -1,0 +1,848 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * rpage: peers and their RC connections.
+ *
+ * Each host opens its own queue pairs to every peer it reads from (the
+ * outbound connections, one per CPU up to qps_per_peer) and accepts the
+ * peer's queue pairs to it (inbound, see rpage-endpoint.c). So both
+ * directions are independent: a host's reads only ever use the queue
+ * pairs it opened, and the peer state shown is theirs.
+ *
+ * Connecting and tearing down run in rpage_wq under peer->lock; the
+ * rdma_cm callbacks only advance a connection attempt and report how it
+ * ended, since an rdma_cm id cannot be destroyed from its own callback.
+ */
+#include "rpage-pri.h"
+
+#include <linux/random.h>
+#include <linux/slab.h>
+#include <linux/uaccess.h>
+
+/* Bounds on what one connection asks of the device. */
+#define RPAGE_MAX_QPS_PER_PEER	16
+#define RPAGE_SEND_DEPTH	64
+#define RPAGE_RECV_DEPTH	8
+#define RPAGE_MAX_RD_ATOMIC	16
+
+static LIST_HEAD(rpage_peers);
+/* Protects rpage_peers; never held across a wait on the network. */
+static DEFINE_MUTEX(rpage_peers_lock);
+
+static const char *const rpage_peer_state_names[] = {
+	[RPAGE_PEER_STATE_CONNECTING]	= "connecting",
+	[RPAGE_PEER_STATE_CONNECTED]	= "connected",
+	[RPAGE_PEER_STATE_RECONNECTING]	= "reconnecting",
+	[RPAGE_PEER_STATE_FAILED]	= "failed",
+	[RPAGE_PEER_STATE_DELETING]	= "deleting",
+};
+
+static const char *const rpage_reject_names[] = {
+	[RPAGE_REJECT_NONE]		= "none",
+	[RPAGE_REJECT_UNKNOWN_PEER]	= "unknown peer",
+	[RPAGE_REJECT_VERSION]		= "incompatible protocol version",
+	[RPAGE_REJECT_BAD_HELLO]	= "malformed hello",
+	[RPAGE_REJECT_NO_RESOURCES]	= "no resources",
+	[RPAGE_REJECT_UNSPECIFIED]	= "unspecified",
+};
+
+static const char *rpage_reject_name(u32 reason)
+{
+	if (reason < ARRAY_SIZE(rpage_reject_names))
+		return rpage_reject_names[reason];
+	return "unknown reason";
+}
+
+/*
+ * The one place a peer changes state. Whitelisted transitions only: a
+ * deleted peer stays deleted, and only an explicit re-add revives a
+ * failed one.
+ */
+static bool rpage_peer_change_state(struct rpage_peer *peer,
+				    enum rpage_peer_state new)
+{
+	enum rpage_peer_state old;
+	bool allowed;
+
+	spin_lock(&peer->state_lock);
+	old = peer->state;
+	switch (new) {
+	case RPAGE_PEER_STATE_CONNECTED:
+		allowed = old == RPAGE_PEER_STATE_CONNECTING ||
+			  old == RPAGE_PEER_STATE_RECONNECTING;
+		break;
+	case RPAGE_PEER_STATE_RECONNECTING:
+		allowed = old == RPAGE_PEER_STATE_CONNECTING ||
+			  old == RPAGE_PEER_STATE_CONNECTED ||
+			  old == RPAGE_PEER_STATE_RECONNECTING;
+		break;
+	case RPAGE_PEER_STATE_FAILED:
+		allowed = old == RPAGE_PEER_STATE_CONNECTING ||
+			  old == RPAGE_PEER_STATE_RECONNECTING;
+		break;
+	case RPAGE_PEER_STATE_DELETING:
+		allowed = old != RPAGE_PEER_STATE_DELETING;
+		break;
+	default:
+		allowed = false;
+		break;
+	}
+	if (allowed)
+		peer->state = new;
+	spin_unlock(&peer->state_lock);
+
+	if (allowed && old != new)
+		pr_info("peer %s: %s -> %s\n", peer->name,
+			rpage_peer_state_names[old], rpage_peer_state_names[new]);
+	return allowed;
+}
+
+static enum rpage_peer_state rpage_peer_state(struct rpage_peer *peer)
+{
+	enum rpage_peer_state state;
+
+	spin_lock(&peer->state_lock);
+	state = peer->state;
+	spin_unlock(&peer->state_lock);
+	return state;
+}
+
+static void rpage_peer_release(struct kref *ref)
+{
+	struct rpage_peer *peer = container_of(ref, struct rpage_peer, ref);
+
+	mutex_destroy(&peer->lock);
+	mutex_destroy(&peer->inbound_lock);
+	kfree(peer->conns);
+	kfree(peer);
+}
+
+void rpage_peer_put(struct rpage_peer *peer)
+{
+	kref_put(&peer->ref, rpage_peer_release);
+}
+
+void rpage_hello_init(struct rpage_hello *hello, u16 qp_index, u16 nr_qps)
+{
+	memset(hello, 0, sizeof(*hello));
+	hello->magic = cpu_to_le32(RPAGE_PROTO_MAGIC);
+	hello->major = cpu_to_le16(RPAGE_PROTO_MAJOR);
+	hello->minor = cpu_to_le16(RPAGE_PROTO_MINOR);
+	hello->node_id = cpu_to_le64(rpage_node_id);
+	hello->qp_index = cpu_to_le16(qp_index);
+	hello->nr_qps = cpu_to_le16(nr_qps);
+}
+
+/*
+ * Validates a hello a peer sent (@len bytes of private data; transports
+ * may pad it). Returns RPAGE_REJECT_NONE and a copy in @hello, or why the
+ * connection must be refused.
+ */
+u32 rpage_hello_check(const void *data, u8 len, struct rpage_hello *hello)
+{
+	if (!data || len < sizeof(*hello))
+		return RPAGE_REJECT_BAD_HELLO;
+	memcpy(hello, data, sizeof(*hello));
+	if (le32_to_cpu(hello->magic) != RPAGE_PROTO_MAGIC)
+		return RPAGE_REJECT_BAD_HELLO;
+	if (le16_to_cpu(hello->major) != RPAGE_PROTO_MAJOR)
+		return RPAGE_REJECT_VERSION;
+	if (!rpage_hello_flags_supported(le32_to_cpu(hello->flags)))
+		return RPAGE_REJECT_VERSION;
+	if (!le64_to_cpu(hello->node_id) || !le16_to_cpu(hello->nr_qps) ||
+	    le16_to_cpu(hello->qp_index) >= le16_to_cpu(hello->nr_qps))
+		return RPAGE_REJECT_BAD_HELLO;
+	return RPAGE_REJECT_NONE;
+}
+
+/*
+ * Creates the completion queue and queue pair of @conn on the device of
+ * @cm_id. Runs in an rdma_cm callback (route resolved, or connect
+ * request).
+ */
+int rpage_conn_create_qp(struct rpage_conn *conn, struct rdma_cm_id *cm_id)
+{
+	struct ib_qp_init_attr attr = {};
+	struct rpage_ibdev *dev;
+	int ret;
+
+	dev = rpage_ibdev_get(cm_id->device);
+	if (!dev)
+		return -ENODEV;
+	conn->cq = ib_alloc_cq(cm_id->device, conn,
+			       RPAGE_SEND_DEPTH + RPAGE_RECV_DEPTH,
+			       conn->index % cm_id->device->num_comp_vectors,
+			       IB_POLL_SOFTIRQ);
+	if (IS_ERR(conn->cq)) {
+		ret = PTR_ERR(conn->cq);
+		conn->cq = NULL;
+		goto err_dev;
+	}
+	attr.send_cq = conn->cq;
+	attr.recv_cq = conn->cq;
+	attr.qp_type = IB_QPT_RC;
+	attr.sq_sig_type = IB_SIGNAL_REQ_WR;
+	attr.cap.max_send_wr = RPAGE_SEND_DEPTH;
+	attr.cap.max_recv_wr = RPAGE_RECV_DEPTH;
+	attr.cap.max_send_sge = 1;
+	attr.cap.max_recv_sge = 1;
+	attr.qp_context = conn;
+	ret = rdma_create_qp(cm_id, dev->pd, &attr);
+	if (ret)
+		goto err_cq;
+	conn->dev = dev;
+	atomic_inc(&dev->users);
+	return 0;
+
+err_cq:
+	ib_free_cq(conn->cq);
+	conn->cq = NULL;
+err_dev:
+	rpage_ibdev_put(dev);
+	return ret;
+}
+
+/*
+ * Tears one connection down completely: after this no callback runs for
+ * it and nothing of it is left on the device. Not from its own callback.
+ */
+void rpage_conn_destroy(struct rpage_conn *conn)
+{
+	struct rdma_cm_id *cm_id = conn->cm_id;
+
+	if (!cm_id)
+		return;
+	if (conn->state == RPAGE_CONN_CONNECTED ||
+	    conn->state == RPAGE_CONN_CONNECTING)
+		rdma_disconnect(cm_id);
+	if (cm_id->qp)
+		rdma_destroy_qp(cm_id);
+	/* Waits for a callback still running on the id. */
+	rdma_destroy_id(cm_id);
+	conn->cm_id = NULL;
+	if (conn->cq) {
+		ib_free_cq(conn->cq);
+		conn->cq = NULL;
+	}
+	if (conn->dev) {
+		rpage_ibdev_unuse(conn->dev);
+		conn->dev = NULL;
+	}
+	conn->state = RPAGE_CONN_IDLE;
+}
+
+static void rpage_conn_attempt_done(struct rpage_conn *conn, int error)
+{
+	conn->error = error;
+	complete(&conn->done);
+}
+
+static void rpage_peer_schedule_connect(struct rpage_peer *peer,
+					unsigned long delay)
+{
+	mod_delayed_work(rpage_wq, &peer->connect_work, delay);
+}
+
+static unsigned long rpage_reconnect_delay(void)
+{
+	unsigned int ms = READ_ONCE(rpage_reconnect_delay_ms);
+
+	/* Jitter, so that hosts restarted together do not retry in step. */
+	return msecs_to_jiffies(ms + get_random_u32_below(ms / 2 + 1));
+}
+
+static void rpage_conn_route_resolved(struct rpage_conn *conn)
+{
+	struct rpage_peer *peer = conn->peer;
+	struct rdma_conn_param param = {};
+	struct rpage_hello hello;
+	int ret;
+
+	ret = rpage_conn_create_qp(conn, conn->cm_id);
+	if (ret) {
+		rpage_conn_attempt_done(conn, ret);
+		return;
+	}
+	rpage_hello_init(&hello, conn->index, peer->nr_conns);
+	param.private_data = &hello;
+	param.private_data_len = sizeof(hello);
+	param.initiator_depth = min_t(int, RPAGE_MAX_RD_ATOMIC,
+				      conn->cm_id->device->attrs.max_qp_init_rd_atom);
+	param.responder_resources = 1;
+	param.retry_count = 7;
+	param.rnr_retry_count = 7;
+	ret = rdma_connect_locked(conn->cm_id, &param);
+	if (ret)
+		rpage_conn_attempt_done(conn, ret);
+}
+
+static void rpage_conn_established(struct rpage_conn *conn,
+				   struct rdma_cm_event *ev)
+{
+	struct rpage_peer *peer = conn->peer;
+	struct rpage_hello hello;
+	u32 reason;
+
+	reason = rpage_hello_check(ev->param.conn.private_data,
+				   ev->param.conn.private_data_len, &hello);
+	if (reason != RPAGE_REJECT_NONE) {
+		pr_warn("peer %s: accepted with a %s; disconnecting\n",
+			peer->name, rpage_reject_name(reason));
+		conn->reject_reason = reason;
+		rpage_conn_attempt_done(conn, -EPROTO);
+		return;
+	}
+	spin_lock(&peer->state_lock);
+	peer->remote_node_id = le64_to_cpu(hello.node_id);
+	peer->remote_proto = le16_to_cpu(hello.major) << 16 |
+			     le16_to_cpu(hello.minor);
+	spin_unlock(&peer->state_lock);
+	conn->state = RPAGE_CONN_CONNECTED;
+	rpage_conn_attempt_done(conn, 0);
+}
+
+static void rpage_conn_rejected(struct rpage_conn *conn,
+				struct rdma_cm_event *ev)
+{
+	const struct rpage_reject *rej = NULL;
+	u32 reason = RPAGE_REJECT_UNSPECIFIED;
+	u8 len = 0;
+
+	/* NULL unless the peer's rdma_cm refused us with data of its own. */
+	rej = rdma_consumer_reject_data(conn->cm_id, ev, &len);
+	if (rej && len >= sizeof(*rej) &&
+	    le32_to_cpu(rej->magic) == RPAGE_PROTO_MAGIC) {
+		reason = le16_to_cpu(rej->reason);
+		if (reason == RPAGE_REJECT_VERSION)
+			pr_warn_ratelimited("peer %s refused us: it speaks protocol %u.%u, we speak %u.%u\n",
+					    conn->peer->name,
+					    le16_to_cpu(rej->major),
+					    le16_to_cpu(rej->minor),
+					    RPAGE_PROTO_MAJOR, RPAGE_PROTO_MINOR);
+		else
+			pr_info_ratelimited("peer %s refused us: %s\n",
+					    conn->peer->name,
+					    rpage_reject_name(reason));
+	}
+	conn->reject_reason = reason;
+	rpage_conn_attempt_done(conn, -ECONNREFUSED);
+}
+
+static void rpage_conn_lost(struct rpage_conn *conn, int error)
+{
+	struct rpage_peer *peer = conn->peer;
+
+	if (conn->state == RPAGE_CONN_CONNECTED) {
+		conn->state = RPAGE_CONN_CLOSED;
+		/* The work tears down the set and connects it again. */
+		if (rpage_peer_change_state(peer, RPAGE_PEER_STATE_RECONNECTING))
+			rpage_peer_schedule_connect(peer, 0);
+	} else {
+		rpage_conn_attempt_done(conn, error);
+	}
+}
+
+static int rpage_conn_cm_handler(struct rdma_cm_id *cm_id,
+				 struct rdma_cm_event *ev)
+{
+	struct rpage_conn *conn = cm_id->context;
+	int ret;
+
+	switch (ev->event) {
+	case RDMA_CM_EVENT_ADDR_RESOLVED:
+		ret = rdma_resolve_route(cm_id, rpage_connect_timeout_ms);
+		if (ret)
+			rpage_conn_attempt_done(conn, ret);
+		break;
+	case RDMA_CM_EVENT_ROUTE_RESOLVED:
+		rpage_conn_route_resolved(conn);
+		break;
+	case RDMA_CM_EVENT_ESTABLISHED:
+		rpage_conn_established(conn, ev);
+		break;
+	case RDMA_CM_EVENT_REJECTED:
+		rpage_conn_rejected(conn, ev);
+		break;
+	case RDMA_CM_EVENT_ADDR_ERROR:
+	case RDMA_CM_EVENT_ROUTE_ERROR:
+	case RDMA_CM_EVENT_CONNECT_ERROR:
+	case RDMA_CM_EVENT_UNREACHABLE:
+		rpage_conn_attempt_done(conn, ev->status ? ev->status : -EHOSTUNREACH);
+		break;
+	case RDMA_CM_EVENT_DISCONNECTED:
+		rpage_conn_lost(conn, -ECONNRESET);
+		break;
+	case RDMA_CM_EVENT_DEVICE_REMOVAL:
+		/* Normally torn down by the ib_client first; not here. */
+		rpage_conn_lost(conn, -ENODEV);
+		break;
+	default:
+		break;
+	}
+	return 0;
+}
+
+/* One attempt to connect @conn; the caller holds peer->lock. */
+static int rpage_conn_connect(struct rpage_conn *conn)
+{
+	struct rpage_peer *peer = conn->peer;
+	struct rdma_cm_id *cm_id;
+	unsigned long timeout;
+	int ret;
+
+	conn->error = 0;
+	conn->reject_reason = RPAGE_REJECT_NONE;
+	reinit_completion(&conn->done);
+	cm_id = rdma_create_id(&init_net, rpage_conn_cm_handler, conn,
+			       RDMA_PS_TCP, IB_QPT_RC);
+	if (IS_ERR(cm_id))
+		return PTR_ERR(cm_id);
+	conn->cm_id = cm_id;
+	conn->state = RPAGE_CONN_CONNECTING;
+
+	ret = rdma_resolve_addr(cm_id, NULL, (struct sockaddr *)&peer->addr,
+				rpage_connect_timeout_ms);
+	if (ret)
+		return ret;
+	/* Address, route and connect each have that timeout; allow all. */
+	timeout = msecs_to_jiffies(3 * rpage_connect_timeout_ms);
+	if (!wait_for_completion_timeout(&conn->done, timeout))
+		return -ETIMEDOUT;
+	return conn->error;
+}
+
+static void rpage_peer_teardown_outbound(struct rpage_peer *peer,
+					 struct rpage_ibdev *only_dev)
+{
+	unsigned int i;
+
+	lockdep_assert_held(&peer->lock);
+	for (i = 0; i < peer->nr_conns; i++) {
+		struct rpage_conn *conn = &peer->conns[i];
+
+		if (only_dev && conn->dev != only_dev)
+			continue;
+		rpage_conn_destroy(conn);
+	}
+}
+
+static void rpage_peer_connect_work(struct work_struct *work)
+{
+	struct rpage_peer *peer = container_of(to_delayed_work(work),
+					       struct rpage_peer, connect_work);
+	u32 reason = RPAGE_REJECT_NONE;
+	unsigned int i;
+	int ret = 0;
+
+	mutex_lock(&peer->lock);
+	switch (rpage_peer_state(peer)) {
+	case RPAGE_PEER_STATE_CONNECTING:
+	case RPAGE_PEER_STATE_RECONNECTING:
+		break;
+	default:
+		goto out;
+	}
+
+	rpage_peer_teardown_outbound(peer, NULL);
+	for (i = 0; i < peer->nr_conns; i++) {
+		ret = rpage_conn_connect(&peer->conns[i]);
+		if (ret) {
+			reason = peer->conns[i].reject_reason;
+			break;
+		}
+	}
+
+	spin_lock(&peer->state_lock);
+	peer->last_error = ret < 0 ? -ret : 0;
+	if (reason != RPAGE_REJECT_NONE)
+		peer->last_reject = reason;
+	spin_unlock(&peer->state_lock);
+
+	if (!ret) {
+		if (rpage_peer_change_state(peer, RPAGE_PEER_STATE_CONNECTED))
+			atomic64_inc(&peer->connects);
+		goto out;
+	}
+	rpage_peer_teardown_outbound(peer, NULL);
+	if (reason != RPAGE_REJECT_NONE)
+		atomic64_inc(&peer->rejects);
+	/* Retrying cannot fix an incompatible protocol: the operator must. */
+	if (reason == RPAGE_REJECT_VERSION &&
+	    rpage_peer_change_state(peer, RPAGE_PEER_STATE_FAILED))
+		goto out;
+	if (rpage_peer_change_state(peer, RPAGE_PEER_STATE_RECONNECTING))
+		rpage_peer_schedule_connect(peer, rpage_reconnect_delay());
+out:
+	mutex_unlock(&peer->lock);
+}
+
+/* Finds the configured peer at @addr; returns a reference or NULL. */
+struct rpage_peer *rpage_peer_find_by_addr(const struct sockaddr *addr)
+{
+	struct rpage_peer *peer;
+
+	mutex_lock(&rpage_peers_lock);
+	list_for_each_entry(peer, &rpage_peers, entry) {
+		if (rpage_sockaddr_same_host((struct sockaddr *)&peer->addr, addr)) {
+			kref_get(&peer->ref);
+			mutex_unlock(&rpage_peers_lock);
+			return peer;
+		}
+	}
+	mutex_unlock(&rpage_peers_lock);
+	return NULL;
+}
+
+/* Inbound connections: state kept on the peer for `rpagectl peer show`. */
+void rpage_peer_inbound_established(struct rpage_conn *conn)
+{
+	mutex_lock(&conn->peer->inbound_lock);
+	if (conn->state == RPAGE_CONN_CONNECTING)
+		conn->state = RPAGE_CONN_CONNECTED;
+	mutex_unlock(&conn->peer->inbound_lock);
+}
+
+static void rpage_inbound_release_work(struct work_struct *work)
+{
+	struct rpage_conn *conn = container_of(work, struct rpage_conn,
+					       release_work);
+	struct rpage_peer *peer = conn->peer;
+
+	rpage_conn_destroy(conn);
+	kfree(conn);
+	rpage_peer_put(peer);
+}
+
+/*
+ * The peer closed an inbound connection (or it failed): unless the peer
+ * is being torn down by us already, release it from the work queue.
+ */
+void rpage_peer_inbound_closed(struct rpage_conn *conn)
+{
+	struct rpage_peer *peer = conn->peer;
+	bool ours = false;
+
+	mutex_lock(&peer->inbound_lock);
+	if (!conn->claimed) {
+		conn->claimed = true;
+		list_del_init(&conn->entry);
+		conn->state = RPAGE_CONN_CLOSED;
+		ours = true;
+	}
+	mutex_unlock(&peer->inbound_lock);
+	if (ours) {
+		INIT_WORK(&conn->release_work, rpage_inbound_release_work);
+		queue_work(rpage_wq, &conn->release_work);
+	}
+}
+
+/* Takes down the inbound connections of @peer (on @only_dev, if set). */
+static void rpage_peer_teardown_inbound(struct rpage_peer *peer,
+					struct rpage_ibdev *only_dev)
+{
+	struct rpage_conn *conn, *tmp;
+	LIST_HEAD(doomed);
+
+	mutex_lock(&peer->inbound_lock);
+	list_for_each_entry_safe(conn, tmp, &peer->inbound, entry) {
+		if (conn->claimed || (only_dev && conn->dev != only_dev))
+			continue;
+		/* From now on a disconnect callback leaves it to us. */
+		conn->claimed = true;
+		list_move(&conn->entry, &doomed);
+	}
+	mutex_unlock(&peer->inbound_lock);
+
+	list_for_each_entry_safe(conn, tmp, &doomed, entry) {
+		list_del_init(&conn->entry);
+		rpage_conn_destroy(conn);
+		kfree(conn);
+		rpage_peer_put(peer);
+	}
+}
+
+static bool rpage_peer_name_valid(const char *name)
+{
+	size_t len = strnlen(name, RPAGE_NAME_MAX);
+	size_t i;
+
+	if (!len || len == RPAGE_NAME_MAX)
+		return false;
+	/* ASCII only: the kernel's isalnum() takes Latin-1 letters too. */
+	for (i = 0; i < len; i++) {
+		char c = name[i];
+
+		if (!(c >= 'a' && c <= 'z') && !(c >= 'A' && c <= 'Z') &&
+		    !(c >= '0' && c <= '9') && c != '.' && c != '_' && c != '-')
+			return false;
+	}
+	return true;
+}
+
+static unsigned int rpage_peer_nr_qps(void)
+{
+	unsigned int n = rpage_qps_per_peer ? rpage_qps_per_peer :
+			 num_online_cpus();
+
+	return clamp(n, 1U, (unsigned int)RPAGE_MAX_QPS_PER_PEER);
+}
+
+static struct rpage_peer *rpage_peer_alloc(const struct rpage_peer_config *cfg,
+					   const struct sockaddr_storage *addr)
+{
+	struct rpage_peer *peer;
+	unsigned int i;
+
+	peer = kzalloc(sizeof(*peer), GFP_KERNEL);
+	if (!peer)
+		return NULL;
+	peer->nr_conns = rpage_peer_nr_qps();
+	peer->conns = kcalloc(peer->nr_conns, sizeof(*peer->conns), GFP_KERNEL);
+	if (!peer->conns) {
+		kfree(peer);
+		return NULL;
+	}
+	kref_init(&peer->ref);
+	strscpy(peer->name, cfg->name, sizeof(peer->name));
+	peer->uaddr = cfg->addr;
+	if (!peer->uaddr.port)
+		peer->uaddr.port = RPAGE_DEFAULT_PORT;
+	peer->addr = *addr;
+	mutex_init(&peer->lock);
+	spin_lock_init(&peer->state_lock);
+	peer->state = RPAGE_PEER_STATE_CONNECTING;
+	INIT_DELAYED_WORK(&peer->connect_work, rpage_peer_connect_work);
+	mutex_init(&peer->inbound_lock);
+	INIT_LIST_HEAD(&peer->inbound);
+	atomic64_set(&peer->connects, 0);
+	atomic64_set(&peer->rejects, 0);
+	for (i = 0; i < peer->nr_conns; i++) {
+		struct rpage_conn *conn = &peer->conns[i];
+
+		conn->kind = RPAGE_CM_CONN;
+		conn->peer = peer;
+		conn->index = i;
+		init_completion(&conn->done);
+		INIT_LIST_HEAD(&conn->entry);
+	}
+	return peer;
+}
+
+long rpage_ioctl_peer_add(struct rpage_file *rfile, void __user *argp)
+{
+	struct rpage_peer_config cfg;
+	struct sockaddr_storage addr;
+	struct rpage_peer *peer, *other;
+	int ret;
+
+	if (copy_from_user(&cfg, argp, sizeof(cfg)))
+		return -EFAULT;
+	if (cfg.flags || cfg.reserved0 ||
+	    memchr_inv(cfg.reserved, 0, sizeof(cfg.reserved)))
+		return -EINVAL;
+	if (!rpage_peer_name_valid(cfg.name))
+		return -EINVAL;
+	ret = rpage_addr_to_sockaddr(&cfg.addr, &addr);
+	if (ret)
+		return ret;
+
+	peer = rpage_peer_alloc(&cfg, &addr);
+	if (!peer)
+		return -ENOMEM;
+
+	mutex_lock(&rpage_peers_lock);
+	list_for_each_entry(other, &rpage_peers, entry) {
+		if (!strcmp(other->name, peer->name) ||
+		    rpage_sockaddr_same_host((struct sockaddr *)&other->addr,
+					     (struct sockaddr *)&addr)) {
+			mutex_unlock(&rpage_peers_lock);
+			rpage_peer_put(peer);
+			return -EEXIST;
+		}
+	}
+	list_add_tail(&peer->entry, &rpage_peers);
+	rpage_peer_schedule_connect(peer, 0);
+	mutex_unlock(&rpage_peers_lock);
+	pr_info("peer %s added (%pISpc, %u queue pairs)\n", peer->name,
+		&peer->addr, peer->nr_conns);
+	return 0;
+}
+
+/* Stops and disconnects a peer already unlinked from rpage_peers. */
+static void rpage_peer_shutdown(struct rpage_peer *peer)
+{
+	rpage_peer_change_state(peer, RPAGE_PEER_STATE_DELETING);
+	cancel_delayed_work_sync(&peer->connect_work);
+	mutex_lock(&peer->lock);
+	rpage_peer_teardown_outbound(peer, NULL);
+	mutex_unlock(&peer->lock);
+	rpage_peer_teardown_inbound(peer, NULL);
+	/* A disconnect seen before the teardown may have queued it again. */
+	cancel_delayed_work_sync(&peer->connect_work);
+	pr_info("peer %s deleted\n", peer->name);
+	rpage_peer_put(peer);
+}
+
+long rpage_ioctl_peer_del(struct rpage_file *rfile, void __user *argp)
+{
+	struct rpage_peer_config cfg;
+	struct rpage_peer *peer;
+
+	if (copy_from_user(&cfg, argp, sizeof(cfg)))
+		return -EFAULT;
+	if (cfg.flags || cfg.reserved0 ||
+	    memchr_inv(cfg.reserved, 0, sizeof(cfg.reserved)) ||
+	    memchr_inv(&cfg.addr, 0, sizeof(cfg.addr)))
+		return -EINVAL;
+	if (!rpage_peer_name_valid(cfg.name))
+		return -EINVAL;
+
+	mutex_lock(&rpage_peers_lock);
+	list_for_each_entry(peer, &rpage_peers, entry) {
+		if (!strcmp(peer->name, cfg.name)) {
+			list_del(&peer->entry);
+			mutex_unlock(&rpage_peers_lock);
+			rpage_peer_shutdown(peer);
+			return 0;
+		}
+	}
+	mutex_unlock(&rpage_peers_lock);
+	return -ENOENT;
+}
+
+static void rpage_peer_fill_info(struct rpage_peer_info *info,
+				 struct rpage_peer *peer)
+{
+	struct rpage_conn *conn;
+	unsigned int i;
+
+	strscpy(info->name, peer->name, sizeof(info->name));
+	info->addr = peer->uaddr;
+	spin_lock(&peer->state_lock);
+	info->state = peer->state == RPAGE_PEER_STATE_DELETING ?
+		      RPAGE_PEER_RECONNECTING : peer->state;
+	info->last_reject = peer->last_reject;
+	info->last_error = peer->last_error;
+	info->remote_node_id = peer->remote_node_id;
+	info->remote_proto = peer->remote_proto;
+	spin_unlock(&peer->state_lock);
+	info->qps = peer->nr_conns;
+	for (i = 0; i < peer->nr_conns; i++)
+		if (READ_ONCE(peer->conns[i].state) == RPAGE_CONN_CONNECTED)
+			info->qps_connected++;
+	mutex_lock(&peer->inbound_lock);
+	list_for_each_entry(conn, &peer->inbound, entry)
+		if (conn->state == RPAGE_CONN_CONNECTED)
+			info->qps_inbound++;
+	mutex_unlock(&peer->inbound_lock);
+	info->connects = atomic64_read(&peer->connects);
+	info->rejects = atomic64_read(&peer->rejects);
+}
+
+long rpage_ioctl_peer_list(struct rpage_file *rfile, void __user *argp)
+{
+	struct rpage_peer_info *infos = NULL;
+	struct rpage_peer *peer;
+	struct rpage_list arg;
+	u32 count = 0, filled;
+	long ret;
+
+	ret = rpage_list_begin(argp, &arg);
+	if (ret)
+		return ret;
+
+	mutex_lock(&rpage_peers_lock);
+	list_for_each_entry(peer, &rpage_peers, entry)
+		count++;
+	filled = min(count, arg.capacity);
+	if (filled) {
+		infos = kcalloc(filled, sizeof(*infos), GFP_KERNEL);
+		if (!infos) {
+			mutex_unlock(&rpage_peers_lock);
+			return -ENOMEM;
+		}
+	}
+	count = 0;
+	list_for_each_entry(peer, &rpage_peers, entry) {
+		if (count < filled)
+			rpage_peer_fill_info(&infos[count], peer);
+		count++;
+	}
+	mutex_unlock(&rpage_peers_lock);
+
+	ret = rpage_list_end(argp, &arg, infos, sizeof(*infos), filled, count);
+	kfree(infos);
+	return ret;
+}
+
+/*
+ * @dev is going away: take every queue pair on it down now, before the
+ * device is, and let the outbound sets reconnect on what remains.
+ */
+void rpage_peers_device_removed(struct rpage_ibdev *dev)
+{
+	struct rpage_peer **peers;
+	struct rpage_peer *peer;
+	unsigned int n = 0, i;
+	bool hit;
+
+	mutex_lock(&rpage_peers_lock);
+	list_for_each_entry(peer, &rpage_peers, entry)
+		n++;
+	peers = kcalloc(n, sizeof(*peers), GFP_KERNEL | __GFP_NOFAIL);
+	n = 0;
+	list_for_each_entry(peer, &rpage_peers, entry) {
+		kref_get(&peer->ref);
+		peers[n++] = peer;
+	}
+	mutex_unlock(&rpage_peers_lock);
+
+	for (i = 0; i < n; i++) {
+		unsigned int c;
+
+		peer = peers[i];
+		mutex_lock(&peer->lock);
+		hit = false;
+		for (c = 0; c < peer->nr_conns; c++)
+			hit |= peer->conns[c].dev == dev;
+		if (hit) {
+			rpage_peer_teardown_outbound(peer, NULL);
+			if (rpage_peer_change_state(peer, RPAGE_PEER_STATE_RECONNECTING))
+				rpage_peer_schedule_connect(peer, rpage_reconnect_delay());
+		}
+		mutex_unlock(&peer->lock);
+		rpage_peer_teardown_inbound(peer, dev);
+		rpage_peer_put(peer);
+	}
+	kfree(peers);
+}
+
+/* A device arrived: peers waiting to reconnect may try at once. */
+void rpage_peers_device_added(void)
+{
+	struct rpage_peer *peer;
+
+	mutex_lock(&rpage_peers_lock);
+	list_for_each_entry(peer, &rpage_peers, entry)
+		if (rpage_peer_state(peer) == RPAGE_PEER_STATE_RECONNECTING)
+			rpage_peer_schedule_connect(peer, 0);
+	mutex_unlock(&rpage_peers_lock);
+}
+
+void rpage_peers_exit(void)
+{
+	struct rpage_peer *peer;
+
+	for (;;) {
+		mutex_lock(&rpage_peers_lock);
+		peer = list_first_entry_or_null(&rpage_peers, struct rpage_peer,
+						entry);
+		if (peer)
+			list_del(&peer->entry);
+		mutex_unlock(&rpage_peers_lock);
+		if (!peer)
+			break;
+		rpage_peer_shutdown(peer);
+	}
+	/* Inbound connections released by their own disconnects. */
+	flush_workqueue(rpage_wq);
+}

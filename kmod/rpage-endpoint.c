@@ -1,0 +1,442 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * rpage: endpoints, the addresses rpage.ko listens on, and the
+ * connections peers open to them.
+ *
+ * A connection is accepted only from the address of a configured peer,
+ * with a hello of a compatible protocol; anything else is refused with a
+ * reason the initiator can read, and counted.
+ */
+#include "rpage-pri.h"
+
+#include <linux/slab.h>
+#include <rdma/ib_cm.h>
+#include <linux/uaccess.h>
+
+#define RPAGE_LISTEN_BACKLOG	128
+#define RPAGE_RELISTEN_DELAY	(2 * HZ)
+
+/**
+ * struct rpage_listener - an endpoint: an address rpage.ko listens on
+ * @kind: RPAGE_CM_ENDPOINT.
+ * @entry: link in rpage_endpoints.
+ * @uaddr: the address, as configured (port filled in).
+ * @addr: the same, as a socket address.
+ * @lock: protects @cm_id and @state against the relisten work and
+ *	device removal.
+ * @cm_id: the listening rdma_cm id, NULL while down.
+ * @state: RPAGE_ENDPOINT_*.
+ * @relisten_work: listens again after the device went away.
+ * @accepted: connections accepted.
+ * @rejected_unknown: refused: not from a configured peer.
+ * @rejected_version: refused: incompatible protocol.
+ * @rejected_other: refused: malformed hello or no resources.
+ */
+struct rpage_listener {
+	enum rpage_cm_kind kind;
+	struct list_head entry;
+	struct rpage_addr uaddr;
+	struct sockaddr_storage addr;
+	struct mutex lock;		/* see kernel-doc */
+	struct rdma_cm_id *cm_id;
+	u32 state;
+	struct delayed_work relisten_work;
+	atomic64_t accepted;
+	atomic64_t rejected_unknown;
+	atomic64_t rejected_version;
+	atomic64_t rejected_other;
+};
+
+static LIST_HEAD(rpage_endpoints);
+/* Protects rpage_endpoints. */
+static DEFINE_MUTEX(rpage_endpoints_lock);
+
+static int rpage_endpoint_reject(struct rdma_cm_id *cm_id, u32 reason)
+{
+	struct rpage_reject rej = {
+		.magic = cpu_to_le32(RPAGE_PROTO_MAGIC),
+		.major = cpu_to_le16(RPAGE_PROTO_MAJOR),
+		.minor = cpu_to_le16(RPAGE_PROTO_MINOR),
+		.reason = cpu_to_le16(reason),
+	};
+
+	rdma_reject(cm_id, &rej, sizeof(rej), IB_CM_REJ_CONSUMER_DEFINED);
+	/* Non-zero: rdma_cm destroys the refused id for us. */
+	return 1;
+}
+
+static int rpage_endpoint_connect_request(struct rpage_listener *ep,
+					  struct rdma_cm_id *cm_id,
+					  struct rdma_cm_event *ev)
+{
+	struct sockaddr *from = (struct sockaddr *)&cm_id->route.addr.dst_addr;
+	struct rdma_conn_param param = {};
+	struct rpage_hello hello, reply;
+	struct rpage_peer *peer;
+	struct rpage_conn *conn;
+	u32 reason;
+	int ret;
+
+	reason = rpage_hello_check(ev->param.conn.private_data,
+				   ev->param.conn.private_data_len, &hello);
+	if (reason == RPAGE_REJECT_VERSION) {
+		atomic64_inc(&ep->rejected_version);
+		pr_warn_ratelimited("endpoint %pISpc: refused %pISc: it speaks protocol %u.%u, we speak %u.%u\n",
+				    &ep->addr, from, le16_to_cpu(hello.major),
+				    le16_to_cpu(hello.minor), RPAGE_PROTO_MAJOR,
+				    RPAGE_PROTO_MINOR);
+		return rpage_endpoint_reject(cm_id, reason);
+	}
+	if (reason != RPAGE_REJECT_NONE) {
+		atomic64_inc(&ep->rejected_other);
+		pr_warn_ratelimited("endpoint %pISpc: refused %pISc: malformed hello\n",
+				    &ep->addr, from);
+		return rpage_endpoint_reject(cm_id, reason);
+	}
+
+	peer = rpage_peer_find_by_addr(from);
+	if (!peer) {
+		atomic64_inc(&ep->rejected_unknown);
+		pr_info_ratelimited("endpoint %pISpc: refused %pISc: not a configured peer\n",
+				    &ep->addr, from);
+		return rpage_endpoint_reject(cm_id, RPAGE_REJECT_UNKNOWN_PEER);
+	}
+
+	conn = kzalloc(sizeof(*conn), GFP_KERNEL);
+	if (!conn)
+		goto err_peer;
+	conn->kind = RPAGE_CM_CONN;
+	conn->peer = peer;
+	conn->inbound = true;
+	conn->index = le16_to_cpu(hello.qp_index);
+	conn->state = RPAGE_CONN_CONNECTING;
+	INIT_LIST_HEAD(&conn->entry);
+	if (rpage_conn_create_qp(conn, cm_id))
+		goto err_conn;
+	conn->cm_id = cm_id;
+	cm_id->context = conn;
+
+	mutex_lock(&peer->inbound_lock);
+	list_add_tail(&conn->entry, &peer->inbound);
+	mutex_unlock(&peer->inbound_lock);
+
+	rpage_hello_init(&reply, conn->index, le16_to_cpu(hello.nr_qps));
+	param.private_data = &reply;
+	param.private_data_len = sizeof(reply);
+	param.responder_resources = min_t(int, ev->param.conn.initiator_depth,
+					  cm_id->device->attrs.max_qp_rd_atom);
+	param.initiator_depth = min_t(int, ev->param.conn.responder_resources,
+				      cm_id->device->attrs.max_qp_init_rd_atom);
+	ret = rdma_accept(cm_id, &param);
+	if (ret) {
+		mutex_lock(&peer->inbound_lock);
+		list_del_init(&conn->entry);
+		mutex_unlock(&peer->inbound_lock);
+		/* The id itself goes when we return non-zero. */
+		rdma_destroy_qp(cm_id);
+		ib_free_cq(conn->cq);
+		rpage_ibdev_unuse(conn->dev);
+		kfree(conn);
+		rpage_peer_put(peer);
+		atomic64_inc(&ep->rejected_other);
+		return ret;
+	}
+	atomic64_inc(&ep->accepted);
+	return 0;
+
+err_conn:
+	kfree(conn);
+err_peer:
+	rpage_peer_put(peer);
+	atomic64_inc(&ep->rejected_other);
+	return rpage_endpoint_reject(cm_id, RPAGE_REJECT_NO_RESOURCES);
+}
+
+static int rpage_inbound_event(struct rpage_conn *conn, struct rdma_cm_event *ev)
+{
+	switch (ev->event) {
+	case RDMA_CM_EVENT_ESTABLISHED:
+		rpage_peer_inbound_established(conn);
+		break;
+	case RDMA_CM_EVENT_DISCONNECTED:
+	case RDMA_CM_EVENT_CONNECT_ERROR:
+	case RDMA_CM_EVENT_UNREACHABLE:
+	case RDMA_CM_EVENT_REJECTED:
+	case RDMA_CM_EVENT_DEVICE_REMOVAL:
+		rpage_peer_inbound_closed(conn);
+		break;
+	default:
+		break;
+	}
+	return 0;
+}
+
+static void rpage_endpoint_set_down(struct rpage_listener *ep)
+{
+	ep->state = RPAGE_ENDPOINT_DOWN;
+	mod_delayed_work(rpage_wq, &ep->relisten_work, RPAGE_RELISTEN_DELAY);
+}
+
+static int rpage_endpoint_cm_handler(struct rdma_cm_id *cm_id,
+				     struct rdma_cm_event *ev)
+{
+	enum rpage_cm_kind *kind = cm_id->context;
+
+	if (ev->event == RDMA_CM_EVENT_CONNECT_REQUEST)
+		return rpage_endpoint_connect_request(cm_id->context, cm_id, ev);
+	if (*kind == RPAGE_CM_CONN)
+		return rpage_inbound_event(cm_id->context, ev);
+	/*
+	 * The listener's own device went away before the ib_client heard
+	 * of it: the relisten work destroys the id, not this callback.
+	 */
+	if (ev->event == RDMA_CM_EVENT_DEVICE_REMOVAL) {
+		struct rpage_listener *ep = cm_id->context;
+
+		WRITE_ONCE(ep->state, RPAGE_ENDPOINT_DOWN);
+		mod_delayed_work(rpage_wq, &ep->relisten_work, 0);
+	}
+	return 0;
+}
+
+static int rpage_endpoint_listen(struct rpage_listener *ep)
+{
+	struct rdma_cm_id *cm_id;
+	int ret;
+
+	lockdep_assert_held(&ep->lock);
+	cm_id = rdma_create_id(&init_net, rpage_endpoint_cm_handler, ep,
+			       RDMA_PS_TCP, IB_QPT_RC);
+	if (IS_ERR(cm_id))
+		return PTR_ERR(cm_id);
+	ret = rdma_bind_addr(cm_id, (struct sockaddr *)&ep->addr);
+	if (!ret)
+		ret = rdma_listen(cm_id, RPAGE_LISTEN_BACKLOG);
+	if (ret) {
+		rdma_destroy_id(cm_id);
+		return ret;
+	}
+	ep->cm_id = cm_id;
+	WRITE_ONCE(ep->state, RPAGE_ENDPOINT_LISTENING);
+	return 0;
+}
+
+static void rpage_endpoint_stop(struct rpage_listener *ep)
+{
+	lockdep_assert_held(&ep->lock);
+	if (ep->cm_id) {
+		rdma_destroy_id(ep->cm_id);
+		ep->cm_id = NULL;
+	}
+}
+
+static void rpage_endpoint_relisten_work(struct work_struct *work)
+{
+	struct rpage_listener *ep = container_of(to_delayed_work(work),
+						 struct rpage_listener,
+						 relisten_work);
+
+	mutex_lock(&ep->lock);
+	if (READ_ONCE(ep->state) == RPAGE_ENDPOINT_DOWN) {
+		rpage_endpoint_stop(ep);
+		if (rpage_endpoint_listen(ep))
+			rpage_endpoint_set_down(ep);
+		else
+			pr_info("endpoint %pISpc: listening again\n", &ep->addr);
+	}
+	mutex_unlock(&ep->lock);
+}
+
+static bool rpage_endpoint_same(const struct rpage_listener *ep,
+				const struct sockaddr_storage *addr)
+{
+	return rpage_sockaddr_same_host((struct sockaddr *)&ep->addr,
+					(struct sockaddr *)addr) &&
+	       rpage_sockaddr_port((struct sockaddr *)&ep->addr) ==
+	       rpage_sockaddr_port((struct sockaddr *)addr);
+}
+
+static int rpage_endpoint_parse(void __user *argp, struct rpage_listener *ep)
+{
+	struct rpage_endpoint cfg;
+	int ret;
+
+	if (copy_from_user(&cfg, argp, sizeof(cfg)))
+		return -EFAULT;
+	if (memchr_inv(cfg.reserved, 0, sizeof(cfg.reserved)))
+		return -EINVAL;
+	ret = rpage_addr_to_sockaddr(&cfg.addr, &ep->addr);
+	if (ret)
+		return ret;
+	ep->uaddr = cfg.addr;
+	if (!ep->uaddr.port)
+		ep->uaddr.port = RPAGE_DEFAULT_PORT;
+	return 0;
+}
+
+long rpage_ioctl_endpoint_add(struct rpage_file *rfile, void __user *argp)
+{
+	struct rpage_listener *ep, *other;
+	int ret;
+
+	ep = kzalloc(sizeof(*ep), GFP_KERNEL);
+	if (!ep)
+		return -ENOMEM;
+	ret = rpage_endpoint_parse(argp, ep);
+	if (ret)
+		goto err_free;
+	ep->kind = RPAGE_CM_ENDPOINT;
+	mutex_init(&ep->lock);
+	INIT_DELAYED_WORK(&ep->relisten_work, rpage_endpoint_relisten_work);
+
+	mutex_lock(&rpage_endpoints_lock);
+	list_for_each_entry(other, &rpage_endpoints, entry) {
+		if (rpage_endpoint_same(other, &ep->addr)) {
+			ret = -EEXIST;
+			goto err_unlock;
+		}
+	}
+	mutex_lock(&ep->lock);
+	ret = rpage_endpoint_listen(ep);
+	mutex_unlock(&ep->lock);
+	if (ret)
+		goto err_unlock;
+	list_add_tail(&ep->entry, &rpage_endpoints);
+	mutex_unlock(&rpage_endpoints_lock);
+	pr_info("endpoint %pISpc: listening\n", &ep->addr);
+	return 0;
+
+err_unlock:
+	mutex_unlock(&rpage_endpoints_lock);
+	mutex_destroy(&ep->lock);
+err_free:
+	kfree(ep);
+	return ret;
+}
+
+static void rpage_endpoint_free(struct rpage_listener *ep)
+{
+	cancel_delayed_work_sync(&ep->relisten_work);
+	mutex_lock(&ep->lock);
+	/* Keeps a removal callback from scheduling it again. */
+	ep->state = RPAGE_ENDPOINT_LISTENING;
+	rpage_endpoint_stop(ep);
+	mutex_unlock(&ep->lock);
+	cancel_delayed_work_sync(&ep->relisten_work);
+	pr_info("endpoint %pISpc: deleted\n", &ep->addr);
+	mutex_destroy(&ep->lock);
+	kfree(ep);
+}
+
+long rpage_ioctl_endpoint_del(struct rpage_file *rfile, void __user *argp)
+{
+	struct rpage_listener key = {}, *ep;
+	int ret;
+
+	ret = rpage_endpoint_parse(argp, &key);
+	if (ret)
+		return ret;
+
+	mutex_lock(&rpage_endpoints_lock);
+	list_for_each_entry(ep, &rpage_endpoints, entry) {
+		if (rpage_endpoint_same(ep, &key.addr)) {
+			list_del(&ep->entry);
+			mutex_unlock(&rpage_endpoints_lock);
+			rpage_endpoint_free(ep);
+			return 0;
+		}
+	}
+	mutex_unlock(&rpage_endpoints_lock);
+	return -ENOENT;
+}
+
+long rpage_ioctl_endpoint_list(struct rpage_file *rfile, void __user *argp)
+{
+	struct rpage_endpoint_info *infos = NULL;
+	struct rpage_listener *ep;
+	struct rpage_list arg;
+	u32 count = 0, filled;
+	long ret;
+
+	ret = rpage_list_begin(argp, &arg);
+	if (ret)
+		return ret;
+
+	mutex_lock(&rpage_endpoints_lock);
+	list_for_each_entry(ep, &rpage_endpoints, entry)
+		count++;
+	filled = min(count, arg.capacity);
+	if (filled) {
+		infos = kcalloc(filled, sizeof(*infos), GFP_KERNEL);
+		if (!infos) {
+			mutex_unlock(&rpage_endpoints_lock);
+			return -ENOMEM;
+		}
+	}
+	count = 0;
+	list_for_each_entry(ep, &rpage_endpoints, entry) {
+		if (count < filled) {
+			struct rpage_endpoint_info *info = &infos[count];
+
+			info->addr = ep->uaddr;
+			info->state = READ_ONCE(ep->state);
+			info->accepted = atomic64_read(&ep->accepted);
+			info->rejected_unknown = atomic64_read(&ep->rejected_unknown);
+			info->rejected_version = atomic64_read(&ep->rejected_version);
+			info->rejected_other = atomic64_read(&ep->rejected_other);
+		}
+		count++;
+	}
+	mutex_unlock(&rpage_endpoints_lock);
+
+	ret = rpage_list_end(argp, &arg, infos, sizeof(*infos), filled, count);
+	kfree(infos);
+	return ret;
+}
+
+/* Listeners bound to @dev go down now, and listen again when they can. */
+void rpage_endpoints_device_removed(struct rpage_ibdev *dev)
+{
+	struct rpage_listener *ep;
+
+	mutex_lock(&rpage_endpoints_lock);
+	list_for_each_entry(ep, &rpage_endpoints, entry) {
+		mutex_lock(&ep->lock);
+		if (ep->cm_id && ep->cm_id->device == dev->ibdev) {
+			rpage_endpoint_stop(ep);
+			rpage_endpoint_set_down(ep);
+			pr_info("endpoint %pISpc: down, its RDMA device went away\n",
+				&ep->addr);
+		}
+		mutex_unlock(&ep->lock);
+	}
+	mutex_unlock(&rpage_endpoints_lock);
+}
+
+void rpage_endpoints_device_added(void)
+{
+	struct rpage_listener *ep;
+
+	mutex_lock(&rpage_endpoints_lock);
+	list_for_each_entry(ep, &rpage_endpoints, entry)
+		if (READ_ONCE(ep->state) == RPAGE_ENDPOINT_DOWN)
+			mod_delayed_work(rpage_wq, &ep->relisten_work, 0);
+	mutex_unlock(&rpage_endpoints_lock);
+}
+
+void rpage_endpoints_exit(void)
+{
+	struct rpage_listener *ep;
+
+	for (;;) {
+		mutex_lock(&rpage_endpoints_lock);
+		ep = list_first_entry_or_null(&rpage_endpoints,
+					      struct rpage_listener, entry);
+		if (ep)
+			list_del(&ep->entry);
+		mutex_unlock(&rpage_endpoints_lock);
+		if (!ep)
+			break;
+		rpage_endpoint_free(ep);
+	}
+}
