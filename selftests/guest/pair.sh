@@ -147,3 +147,5 @@ fi
 barrier done
 run_test "unload_while_connected_on_$RPAGE_NODE" rpage_unload
 tap_end
+
+exit 0

@@ -175,7 +175,7 @@ vm_boot() {
 }
 
 # The kernel-log lines that fail a run, wherever they come from.
-VM_LOG_BAD='BUG:|WARNING:|Oops|general protection|blocked for more than|hung_task|refcount_t|list_(add|del) corruption|list corruption|Kernel panic|UBSAN|KASAN|kernel BUG'
+VM_LOG_BAD='BUG:|WARNING:|Oops|general protection|blocked for more than|refcount_t|list_(add|del) corruption|list corruption|Kernel panic|UBSAN|KASAN|kernel BUG'
 # Taint flags a run may leave: O (out-of-tree module), E (unsigned).
 VM_TAINT_ALLOWED=$(( (1 << 12) | (1 << 13) ))
 
@@ -190,6 +190,13 @@ vm_judge() {
 	     grep -aE "$VM_LOG_BAD" "$run/out/dmesg.log" > "$run/bad-lines"; then
 		echo "kernel log: $(head -n 1 "$run/bad-lines")" >> "$run/problems"
 	fi
+	local rc
+	rc=$(cat "$run/out/job.rc" 2>/dev/null)
+	case "$rc" in
+	0|"") ;;
+	124|137) echo "job timed out: task states are in the console log" >> "$run/problems" ;;
+	*) echo "job exited $rc" >> "$run/problems" ;;
+	esac
 	if [ -s "$run/out/tainted" ]; then
 		taint=$(cat "$run/out/tainted")
 		if [ $(( taint & ~VM_TAINT_ALLOWED )) -ne 0 ]; then
