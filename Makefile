@@ -47,9 +47,11 @@ LIB_HDRS := ulib/librpage.h include/uapi/linux/rpage.h
 
 KSELFTEST_DIR := build/kselftest
 # kselftest_harness programs, and the rdma-core peers the tests use.
-TEST_PROGS := rpage_api_test rpage_config_test
+TEST_PROGS := rpage_api_test rpage_config_test rpage_pool_test
 RDMA_PEERS := rpage_rogue_peer
-TEST_BINS := $(addprefix $(O_USER)/selftests/,$(TEST_PROGS) $(RDMA_PEERS))
+TEST_TOOLS := rpage_pattern
+TEST_BINS := $(addprefix $(O_USER)/selftests/,$(TEST_PROGS) $(RDMA_PEERS) \
+	$(TEST_TOOLS))
 
 .PHONY: all module user selftests check demo bench install clean \
 	checkpatch sparse deps
@@ -105,7 +107,13 @@ $(O_USER)/selftests/rpage_rogue_peer: selftests/rpage_rogue_peer.c \
 	@mkdir -p $(dir $@)
 	$(CC) $(USER_CFLAGS) -o $@ $< -lrdmacm -libverbs
 
-$(O_USER)/selftests/%: selftests/%.c selftests/rpage_test.h $(LIB_A) \
+# Fills, checks, exports and moves pool contents of a known pattern.
+$(O_USER)/selftests/rpage_pattern: selftests/rpage_pattern.c \
+		selftests/rpage_pattern.h $(LIB_A)
+	@mkdir -p $(dir $@)
+	$(CC) $(USER_CFLAGS) -o $@ $< $(LIB_A)
+
+$(O_USER)/selftests/%: selftests/%.c selftests/rpage_test.h selftests/rpage_pattern.h $(LIB_A) \
 		$(KSELFTEST_DIR)/kselftest_harness.h
 	@mkdir -p $(dir $@)
 	$(CC) $(USER_CFLAGS) -Wno-missing-prototypes -Wno-sign-compare \

@@ -27,6 +27,8 @@
 static LIST_HEAD(rpage_peers);
 /* Protects rpage_peers; never held across a wait on the network. */
 static DEFINE_MUTEX(rpage_peers_lock);
+/* Peer ids are never reused while the module is loaded. */
+static atomic_t rpage_next_peer_id = ATOMIC_INIT(0);
 
 static const char *const rpage_peer_state_names[] = {
 	[RPAGE_PEER_STATE_CONNECTING]	= "connecting",
@@ -112,6 +114,7 @@ static void rpage_peer_release(struct kref *ref)
 
 	mutex_destroy(&peer->lock);
 	mutex_destroy(&peer->inbound_lock);
+	rpage_counters_free(&peer->counters);
 	kfree(peer->conns);
 	kfree(peer);
 }
@@ -161,24 +164,45 @@ u32 rpage_hello_check(const void *data, u8 len, struct rpage_hello *hello)
  */
 int rpage_conn_create_qp(struct rpage_conn *conn, struct rdma_cm_id *cm_id)
 {
+	struct ib_device *ibdev = cm_id->device;
+	int vector = conn->index % ibdev->num_comp_vectors;
 	struct ib_qp_init_attr attr = {};
 	struct rpage_ibdev *dev;
 	int ret;
 
-	dev = rpage_ibdev_get(cm_id->device);
+	dev = rpage_ibdev_get(ibdev);
 	if (!dev)
 		return -ENODEV;
-	conn->cq = ib_alloc_cq(cm_id->device, conn,
-			       RPAGE_SEND_DEPTH + RPAGE_RECV_DEPTH,
-			       conn->index % cm_id->device->num_comp_vectors,
-			       IB_POLL_SOFTIRQ);
+	/*
+	 * The reader's sends (its RDMA READs and WRITEs) complete on a queue
+	 * the caller polls; everything else, control traffic, completes in
+	 * a work queue.
+	 */
+	if (conn->inbound) {
+		conn->cq = ib_alloc_cq(ibdev, conn,
+				       RPAGE_SEND_DEPTH + RPAGE_RECV_DEPTH,
+				       vector, IB_POLL_WORKQUEUE);
+		conn->recv_cq = conn->cq;
+	} else {
+		conn->cq = ib_alloc_cq(ibdev, conn, RPAGE_SEND_DEPTH, vector,
+				       IB_POLL_DIRECT);
+		if (!IS_ERR(conn->cq)) {
+			conn->recv_cq = ib_alloc_cq(ibdev, conn, RPAGE_RECV_DEPTH,
+						    vector, IB_POLL_WORKQUEUE);
+			if (IS_ERR(conn->recv_cq)) {
+				ib_free_cq(conn->cq);
+				conn->cq = conn->recv_cq;
+			}
+		}
+	}
 	if (IS_ERR(conn->cq)) {
 		ret = PTR_ERR(conn->cq);
 		conn->cq = NULL;
+		conn->recv_cq = NULL;
 		goto err_dev;
 	}
 	attr.send_cq = conn->cq;
-	attr.recv_cq = conn->cq;
+	attr.recv_cq = conn->recv_cq;
 	attr.qp_type = IB_QPT_RC;
 	attr.sq_sig_type = IB_SIGNAL_REQ_WR;
 	attr.cap.max_send_wr = RPAGE_SEND_DEPTH;
@@ -189,16 +213,94 @@ int rpage_conn_create_qp(struct rpage_conn *conn, struct rdma_cm_id *cm_id)
 	ret = rdma_create_qp(cm_id, dev->pd, &attr);
 	if (ret)
 		goto err_cq;
+	atomic_set(&conn->sq_free, RPAGE_SEND_DEPTH);
 	conn->dev = dev;
 	atomic_inc(&dev->users);
 	return 0;
 
 err_cq:
+	if (conn->recv_cq != conn->cq)
+		ib_free_cq(conn->recv_cq);
 	ib_free_cq(conn->cq);
 	conn->cq = NULL;
+	conn->recv_cq = NULL;
 err_dev:
 	rpage_ibdev_put(dev);
 	return ret;
+}
+
+static int rpage_conn_post_recv(struct rpage_recv *recv)
+{
+	struct rpage_conn *conn = recv->conn;
+	struct ib_sge sge = {
+		.addr = recv->dma,
+		.length = RPAGE_MSG_MAX,
+		.lkey = conn->dev->pd->local_dma_lkey,
+	};
+	struct ib_recv_wr wr = {
+		.wr_cqe = &recv->cqe,
+		.sg_list = &sge,
+		.num_sge = 1,
+	};
+	int ret = -ESHUTDOWN;
+
+	spin_lock_bh(&conn->recv_lock);
+	if (!conn->closing)
+		ret = ib_post_recv(conn->cm_id->qp, &wr, NULL);
+	spin_unlock_bh(&conn->recv_lock);
+	return ret;
+}
+
+static void rpage_conn_free_recvs(struct rpage_conn *conn)
+{
+	struct ib_device *ibdev = conn->dev->ibdev;
+	unsigned int i;
+
+	if (!conn->recvs)
+		return;
+	for (i = 0; i < RPAGE_RECV_DEPTH; i++) {
+		struct rpage_recv *recv = &conn->recvs[i];
+
+		if (!recv->buf)
+			continue;
+		if (recv->dma)
+			ib_dma_unmap_single(ibdev, recv->dma, RPAGE_MSG_MAX,
+					    DMA_FROM_DEVICE);
+		kfree(recv->buf);
+	}
+	kfree(conn->recvs);
+	conn->recvs = NULL;
+}
+
+/* The reader's first queue pair receives the exporter's pool table. */
+static int rpage_conn_setup_recvs(struct rpage_conn *conn)
+{
+	struct ib_device *ibdev = conn->dev->ibdev;
+	unsigned int i;
+	int ret;
+
+	conn->recvs = kcalloc(RPAGE_RECV_DEPTH, sizeof(*conn->recvs), GFP_KERNEL);
+	if (!conn->recvs)
+		return -ENOMEM;
+	for (i = 0; i < RPAGE_RECV_DEPTH; i++) {
+		struct rpage_recv *recv = &conn->recvs[i];
+		u64 dma;
+
+		recv->conn = conn;
+		recv->cqe.done = rpage_conn_recv_done;
+		recv->buf = kmalloc(RPAGE_MSG_MAX, GFP_KERNEL);
+		if (!recv->buf)
+			return -ENOMEM;
+		dma = ib_dma_map_single(ibdev, recv->buf, RPAGE_MSG_MAX,
+					DMA_FROM_DEVICE);
+		if (ib_dma_mapping_error(ibdev, dma))
+			return -ENOMEM;
+		recv->dma = dma;
+		ret = rpage_conn_post_recv(recv);
+		if (ret)
+			return ret;
+	}
+	return 0;
 }
 
 /*
@@ -214,15 +316,24 @@ void rpage_conn_destroy(struct rpage_conn *conn)
 	if (conn->state == RPAGE_CONN_CONNECTED ||
 	    conn->state == RPAGE_CONN_CONNECTING)
 		rdma_disconnect(cm_id);
+	/* A receive completing now must not repost on a dying queue pair. */
+	spin_lock_bh(&conn->recv_lock);
+	conn->closing = true;
+	spin_unlock_bh(&conn->recv_lock);
 	if (cm_id->qp)
 		rdma_destroy_qp(cm_id);
 	/* Waits for a callback still running on the id. */
 	rdma_destroy_id(cm_id);
 	conn->cm_id = NULL;
+	if (conn->recv_cq && conn->recv_cq != conn->cq)
+		ib_free_cq(conn->recv_cq);
+	conn->recv_cq = NULL;
 	if (conn->cq) {
 		ib_free_cq(conn->cq);
 		conn->cq = NULL;
 	}
+	if (conn->dev)
+		rpage_conn_free_recvs(conn);
 	if (conn->dev) {
 		rpage_ibdev_unuse(conn->dev);
 		conn->dev = NULL;
@@ -258,6 +369,8 @@ static void rpage_conn_route_resolved(struct rpage_conn *conn)
 	int ret;
 
 	ret = rpage_conn_create_qp(conn, conn->cm_id);
+	if (!ret && conn->index == 0)
+		ret = rpage_conn_setup_recvs(conn);
 	if (ret) {
 		rpage_conn_attempt_done(conn, ret);
 		return;
@@ -297,6 +410,7 @@ static void rpage_conn_established(struct rpage_conn *conn,
 			     le16_to_cpu(hello.minor);
 	spin_unlock(&peer->state_lock);
 	conn->state = RPAGE_CONN_CONNECTED;
+	atomic64_inc(&conn->dev->counters.connects);
 	rpage_conn_attempt_done(conn, 0);
 }
 
@@ -396,6 +510,7 @@ static int rpage_conn_connect(struct rpage_conn *conn)
 			       RDMA_PS_TCP, IB_QPT_RC);
 	if (IS_ERR(cm_id))
 		return PTR_ERR(cm_id);
+	conn->closing = false;
 	conn->cm_id = cm_id;
 	conn->state = RPAGE_CONN_CONNECTING;
 
@@ -410,19 +525,42 @@ static int rpage_conn_connect(struct rpage_conn *conn)
 	return conn->error;
 }
 
-static void rpage_peer_teardown_outbound(struct rpage_peer *peer,
-					 struct rpage_ibdev *only_dev)
+static void rpage_peer_clear_rpools(struct rpage_peer *peer)
 {
+	struct rpage_rpool *rpool, *tmp;
+	LIST_HEAD(gone);
+
+	spin_lock(&peer->rpools_lock);
+	list_splice_init(&peer->rpools, &gone);
+	spin_unlock(&peer->rpools_lock);
+	list_for_each_entry_safe(rpool, tmp, &gone, entry) {
+		kvfree(rpool->mrs);
+		kfree(rpool);
+	}
+}
+
+/*
+ * Takes the outbound set down. Reads and writes in flight are flushed by
+ * moving the queue pairs to the error state, then waited for, so that
+ * no one polls a completion queue being freed.
+ */
+static void rpage_peer_teardown_outbound(struct rpage_peer *peer)
+{
+	struct ib_qp_attr to_error = { .qp_state = IB_QPS_ERR };
 	unsigned int i;
 
 	lockdep_assert_held(&peer->lock);
 	for (i = 0; i < peer->nr_conns; i++) {
 		struct rpage_conn *conn = &peer->conns[i];
 
-		if (only_dev && conn->dev != only_dev)
-			continue;
-		rpage_conn_destroy(conn);
+		if (conn->cm_id && conn->cm_id->qp)
+			ib_modify_qp(conn->cm_id->qp, &to_error, IB_QP_STATE);
 	}
+	down_write(&peer->io_rwsem);
+	for (i = 0; i < peer->nr_conns; i++)
+		rpage_conn_destroy(&peer->conns[i]);
+	up_write(&peer->io_rwsem);
+	rpage_peer_clear_rpools(peer);
 }
 
 static void rpage_peer_connect_work(struct work_struct *work)
@@ -442,7 +580,7 @@ static void rpage_peer_connect_work(struct work_struct *work)
 		goto out;
 	}
 
-	rpage_peer_teardown_outbound(peer, NULL);
+	rpage_peer_teardown_outbound(peer);
 	for (i = 0; i < peer->nr_conns; i++) {
 		ret = rpage_conn_connect(&peer->conns[i]);
 		if (ret) {
@@ -459,12 +597,12 @@ static void rpage_peer_connect_work(struct work_struct *work)
 
 	if (!ret) {
 		if (rpage_peer_change_state(peer, RPAGE_PEER_STATE_CONNECTED))
-			atomic64_inc(&peer->connects);
+			atomic64_inc(&peer->counters.connects);
 		goto out;
 	}
-	rpage_peer_teardown_outbound(peer, NULL);
+	rpage_peer_teardown_outbound(peer);
 	if (reason != RPAGE_REJECT_NONE)
-		atomic64_inc(&peer->rejects);
+		atomic64_inc(&peer->counters.rejects);
 	/* Retrying cannot fix an incompatible protocol: the operator must. */
 	if (reason == RPAGE_REJECT_VERSION &&
 	    rpage_peer_change_state(peer, RPAGE_PEER_STATE_FAILED))
@@ -492,6 +630,228 @@ struct rpage_peer *rpage_peer_find_by_addr(const struct sockaddr *addr)
 	return NULL;
 }
 
+/* Finds a configured peer by its id; returns a reference or NULL. */
+struct rpage_peer *rpage_peer_get_by_id(u32 id)
+{
+	struct rpage_peer *peer;
+
+	mutex_lock(&rpage_peers_lock);
+	list_for_each_entry(peer, &rpage_peers, entry) {
+		if (peer->id == id) {
+			kref_get(&peer->ref);
+			mutex_unlock(&rpage_peers_lock);
+			return peer;
+		}
+	}
+	mutex_unlock(&rpage_peers_lock);
+	return NULL;
+}
+
+/* A read or write failed on the transport: start over with a new set. */
+void rpage_peer_io_failed(struct rpage_peer *peer)
+{
+	if (rpage_peer_change_state(peer, RPAGE_PEER_STATE_RECONNECTING))
+		rpage_peer_schedule_connect(peer, 0);
+}
+
+static int rpage_peer_pool_add(struct rpage_peer *peer,
+			       const struct rpage_msg_pool_add *msg, u32 len)
+{
+	u64 length = le64_to_cpu(msg->length);
+	u64 mr_bytes = le64_to_cpu(msg->mr_bytes);
+	u32 nr_mrs = le32_to_cpu(msg->nr_mrs);
+	u32 first = le32_to_cpu(msg->first_mr);
+	u32 count = le32_to_cpu(msg->count);
+	u64 id = le64_to_cpu(msg->pool_id);
+	struct rpage_rpool *rpool, *fresh = NULL, *old = NULL;
+	u32 i;
+
+	if (len < sizeof(*msg) ||
+	    len != sizeof(*msg) + (u64)count * sizeof(msg->mrs[0]) ||
+	    !length || length % RPAGE_MSG_MR_ALIGN ||
+	    !mr_bytes || mr_bytes % RPAGE_MSG_MR_ALIGN ||
+	    !nr_mrs || nr_mrs > RPAGE_MSG_MAX_MRS ||
+	    nr_mrs != DIV_ROUND_UP_ULL(length, mr_bytes) ||
+	    (u64)first + count > nr_mrs ||
+	    !rpage_msg_pool_flags_supported(le32_to_cpu(msg->flags)))
+		return -EPROTO;
+
+	if (first == 0) {
+		fresh = kzalloc(sizeof(*fresh), GFP_KERNEL);
+		if (!fresh)
+			return -ENOMEM;
+		fresh->mrs = kvcalloc(nr_mrs, sizeof(*fresh->mrs), GFP_KERNEL);
+		if (!fresh->mrs) {
+			kfree(fresh);
+			return -ENOMEM;
+		}
+		fresh->id = id;
+		fresh->length = length;
+		fresh->mr_bytes = mr_bytes;
+		fresh->flags = le32_to_cpu(msg->flags);
+		fresh->nr_mrs = nr_mrs;
+	}
+
+	spin_lock(&peer->rpools_lock);
+	list_for_each_entry(rpool, &peer->rpools, entry) {
+		if (rpool->id == id) {
+			old = rpool;
+			break;
+		}
+	}
+	if (fresh) {
+		/* A pool announced again starts over. */
+		if (old)
+			list_del(&old->entry);
+		list_add_tail(&fresh->entry, &peer->rpools);
+		rpool = fresh;
+	} else {
+		/* The next regions of a pool must follow the ones before. */
+		if (!old || old->length != length || old->mr_bytes != mr_bytes ||
+		    old->received != first) {
+			spin_unlock(&peer->rpools_lock);
+			return -EPROTO;
+		}
+		rpool = old;
+		old = NULL;
+	}
+	for (i = 0; i < count; i++) {
+		rpool->mrs[first + i].iova = le64_to_cpu(msg->mrs[i].iova);
+		rpool->mrs[first + i].rkey = le32_to_cpu(msg->mrs[i].rkey);
+	}
+	rpool->received = first + count;
+	spin_unlock(&peer->rpools_lock);
+
+	if (old) {
+		kvfree(old->mrs);
+		kfree(old);
+	}
+	return 0;
+}
+
+static int rpage_peer_pool_del(struct rpage_peer *peer,
+			       const struct rpage_msg_pool_del *msg, u32 len)
+{
+	struct rpage_rpool *rpool, *found = NULL;
+
+	if (len != sizeof(*msg))
+		return -EPROTO;
+	spin_lock(&peer->rpools_lock);
+	list_for_each_entry(rpool, &peer->rpools, entry) {
+		if (rpool->id == le64_to_cpu(msg->pool_id)) {
+			list_del(&rpool->entry);
+			found = rpool;
+			break;
+		}
+	}
+	spin_unlock(&peer->rpools_lock);
+	if (found) {
+		kvfree(found->mrs);
+		kfree(found);
+	}
+	return 0;
+}
+
+/* A control message from the peer: validated before anything is used. */
+static int rpage_peer_handle_msg(struct rpage_peer *peer, const void *buf,
+				 u32 len)
+{
+	const struct rpage_msg_hdr *hdr = buf;
+
+	if (len < sizeof(*hdr) || le32_to_cpu(hdr->length) != len)
+		return -EPROTO;
+	switch (le16_to_cpu(hdr->type)) {
+	case RPAGE_MSG_POOL_ADD:
+		return rpage_peer_pool_add(peer, buf, len);
+	case RPAGE_MSG_POOL_DEL:
+		return rpage_peer_pool_del(peer, buf, len);
+	default:
+		return -EPROTO;
+	}
+}
+
+void rpage_conn_recv_done(struct ib_cq *cq, struct ib_wc *wc)
+{
+	struct rpage_recv *recv = container_of(wc->wr_cqe, struct rpage_recv,
+					       cqe);
+	struct rpage_conn *conn = recv->conn;
+	struct ib_device *ibdev = conn->dev->ibdev;
+	int ret;
+
+	/* Flushed: the connection is going down and takes the buffer along. */
+	if (wc->status != IB_WC_SUCCESS)
+		return;
+	ib_dma_sync_single_for_cpu(ibdev, recv->dma, RPAGE_MSG_MAX,
+				   DMA_FROM_DEVICE);
+	ret = rpage_peer_handle_msg(conn->peer, recv->buf,
+				    min_t(u32, wc->byte_len, RPAGE_MSG_MAX));
+	if (ret)
+		pr_warn_ratelimited("peer %s: dropped a control message (%d bytes): %d\n",
+				    conn->peer->name, wc->byte_len, ret);
+	ib_dma_sync_single_for_device(ibdev, recv->dma, RPAGE_MSG_MAX,
+				      DMA_FROM_DEVICE);
+	/* Fails only when the queue pair is in error: nothing to do then. */
+	rpage_conn_post_recv(recv);
+}
+
+static u32 rpage_rpools_fill(void *entries, u32 filled, void *ctx)
+{
+	struct rpage_remote_pool_info *infos = entries;
+	struct rpage_rpool *rpool;
+	struct rpage_peer *peer;
+	u32 count = 0;
+
+	list_for_each_entry(peer, &rpage_peers, entry) {
+		spin_lock(&peer->rpools_lock);
+		list_for_each_entry(rpool, &peer->rpools, entry) {
+			if (rpool->received != rpool->nr_mrs)
+				continue;
+			if (count < filled) {
+				struct rpage_remote_pool_info *info = &infos[count];
+
+				strscpy(info->peer, peer->name, sizeof(info->peer));
+				info->peer_id = peer->id;
+				info->id = rpool->id;
+				info->length = rpool->length;
+				info->flags = rpool->flags;
+			}
+			count++;
+		}
+		spin_unlock(&peer->rpools_lock);
+	}
+	return count;
+}
+
+static u32 rpage_peers_stats_fill(void *entries, u32 filled, void *ctx)
+{
+	struct rpage_peer_stats *stats = entries;
+	struct rpage_peer *peer;
+	u32 count = 0;
+
+	list_for_each_entry(peer, &rpage_peers, entry) {
+		if (count < filled) {
+			strscpy(stats[count].name, peer->name,
+				sizeof(stats[count].name));
+			stats[count].peer_id = peer->id;
+			rpage_counters_sum(&peer->counters, &stats[count].stats);
+		}
+		count++;
+	}
+	return count;
+}
+
+long rpage_ioctl_peer_stats(struct rpage_file *rfile, void __user *argp)
+{
+	return rpage_list_answer(argp, sizeof(struct rpage_peer_stats),
+				 &rpage_peers_lock, rpage_peers_stats_fill, NULL);
+}
+
+long rpage_ioctl_remote_pool_list(struct rpage_file *rfile, void __user *argp)
+{
+	return rpage_list_answer(argp, sizeof(struct rpage_remote_pool_info),
+				 &rpage_peers_lock, rpage_rpools_fill, NULL);
+}
+
 /* Inbound connections: state kept on the peer for `rpagectl peer show`. */
 void rpage_peer_inbound_established(struct rpage_conn *conn)
 {
@@ -499,6 +859,48 @@ void rpage_peer_inbound_established(struct rpage_conn *conn)
 	if (conn->state == RPAGE_CONN_CONNECTING)
 		conn->state = RPAGE_CONN_CONNECTED;
 	mutex_unlock(&conn->peer->inbound_lock);
+	atomic64_inc(&conn->dev->counters.connects);
+	/* The reader's first queue pair carries our pool table to it. */
+	if (conn->index == 0)
+		rpage_pools_channel_up();
+}
+
+/*
+ * Every inbound connection that carries a pool table to a reader (the
+ * reader's first queue pair, connected and not being torn down), in a
+ * kcalloc'ed array of *@nr the caller frees. The caller holds
+ * rpage_pools_lock, which keeps them from being destroyed until it drops
+ * it (see rpage_pools_barrier()).
+ */
+struct rpage_conn **rpage_channels_collect(unsigned int *nr)
+{
+	struct rpage_conn **chans = NULL;
+	struct rpage_peer *peer;
+	struct rpage_conn *conn;
+	unsigned int max = 0;
+
+	lockdep_assert_held(&rpage_pools_lock);
+	*nr = 0;
+	mutex_lock(&rpage_peers_lock);
+	list_for_each_entry(peer, &rpage_peers, entry)
+		max++;
+	if (max)
+		chans = kcalloc(max, sizeof(*chans), GFP_KERNEL);
+	list_for_each_entry(peer, &rpage_peers, entry) {
+		if (!chans)
+			break;
+		mutex_lock(&peer->inbound_lock);
+		list_for_each_entry(conn, &peer->inbound, entry) {
+			if (conn->index == 0 && !conn->claimed &&
+			    conn->state == RPAGE_CONN_CONNECTED) {
+				chans[(*nr)++] = conn;
+				break;
+			}
+		}
+		mutex_unlock(&peer->inbound_lock);
+	}
+	mutex_unlock(&rpage_peers_lock);
+	return chans;
 }
 
 static void rpage_inbound_release_work(struct work_struct *work)
@@ -507,6 +909,7 @@ static void rpage_inbound_release_work(struct work_struct *work)
 					       release_work);
 	struct rpage_peer *peer = conn->peer;
 
+	rpage_pools_barrier();
 	rpage_conn_destroy(conn);
 	kfree(conn);
 	rpage_peer_put(peer);
@@ -552,6 +955,8 @@ static void rpage_peer_teardown_inbound(struct rpage_peer *peer,
 	}
 	mutex_unlock(&peer->inbound_lock);
 
+	if (!list_empty(&doomed))
+		rpage_pools_barrier();
 	list_for_each_entry_safe(conn, tmp, &doomed, entry) {
 		list_del_init(&conn->entry);
 		rpage_conn_destroy(conn);
@@ -597,7 +1002,8 @@ static struct rpage_peer *rpage_peer_alloc(const struct rpage_peer_config *cfg,
 		return NULL;
 	peer->nr_conns = rpage_peer_nr_qps();
 	peer->conns = kcalloc(peer->nr_conns, sizeof(*peer->conns), GFP_KERNEL);
-	if (!peer->conns) {
+	if (!peer->conns || rpage_counters_init(&peer->counters)) {
+		kfree(peer->conns);
 		kfree(peer);
 		return NULL;
 	}
@@ -613,14 +1019,17 @@ static struct rpage_peer *rpage_peer_alloc(const struct rpage_peer_config *cfg,
 	INIT_DELAYED_WORK(&peer->connect_work, rpage_peer_connect_work);
 	mutex_init(&peer->inbound_lock);
 	INIT_LIST_HEAD(&peer->inbound);
-	atomic64_set(&peer->connects, 0);
-	atomic64_set(&peer->rejects, 0);
+	peer->id = atomic_inc_return(&rpage_next_peer_id);
+	init_rwsem(&peer->io_rwsem);
+	spin_lock_init(&peer->rpools_lock);
+	INIT_LIST_HEAD(&peer->rpools);
 	for (i = 0; i < peer->nr_conns; i++) {
 		struct rpage_conn *conn = &peer->conns[i];
 
 		conn->kind = RPAGE_CM_CONN;
 		conn->peer = peer;
 		conn->index = i;
+		spin_lock_init(&conn->recv_lock);
 		init_completion(&conn->done);
 		INIT_LIST_HEAD(&conn->entry);
 	}
@@ -673,7 +1082,7 @@ static void rpage_peer_shutdown(struct rpage_peer *peer)
 	rpage_peer_change_state(peer, RPAGE_PEER_STATE_DELETING);
 	cancel_delayed_work_sync(&peer->connect_work);
 	mutex_lock(&peer->lock);
-	rpage_peer_teardown_outbound(peer, NULL);
+	rpage_peer_teardown_outbound(peer);
 	mutex_unlock(&peer->lock);
 	rpage_peer_teardown_inbound(peer, NULL);
 	/* A disconnect seen before the teardown may have queued it again. */
@@ -734,44 +1143,29 @@ static void rpage_peer_fill_info(struct rpage_peer_info *info,
 		if (conn->state == RPAGE_CONN_CONNECTED)
 			info->qps_inbound++;
 	mutex_unlock(&peer->inbound_lock);
-	info->connects = atomic64_read(&peer->connects);
-	info->rejects = atomic64_read(&peer->rejects);
+	info->connects = atomic64_read(&peer->counters.connects);
+	info->rejects = atomic64_read(&peer->counters.rejects);
+	info->id = peer->id;
 }
 
-long rpage_ioctl_peer_list(struct rpage_file *rfile, void __user *argp)
+static u32 rpage_peers_fill(void *entries, u32 filled, void *ctx)
 {
-	struct rpage_peer_info *infos = NULL;
+	struct rpage_peer_info *infos = entries;
 	struct rpage_peer *peer;
-	struct rpage_list arg;
-	u32 count = 0, filled;
-	long ret;
+	u32 count = 0;
 
-	ret = rpage_list_begin(argp, &arg);
-	if (ret)
-		return ret;
-
-	mutex_lock(&rpage_peers_lock);
-	list_for_each_entry(peer, &rpage_peers, entry)
-		count++;
-	filled = min(count, arg.capacity);
-	if (filled) {
-		infos = kcalloc(filled, sizeof(*infos), GFP_KERNEL);
-		if (!infos) {
-			mutex_unlock(&rpage_peers_lock);
-			return -ENOMEM;
-		}
-	}
-	count = 0;
 	list_for_each_entry(peer, &rpage_peers, entry) {
 		if (count < filled)
 			rpage_peer_fill_info(&infos[count], peer);
 		count++;
 	}
-	mutex_unlock(&rpage_peers_lock);
+	return count;
+}
 
-	ret = rpage_list_end(argp, &arg, infos, sizeof(*infos), filled, count);
-	kfree(infos);
-	return ret;
+long rpage_ioctl_peer_list(struct rpage_file *rfile, void __user *argp)
+{
+	return rpage_list_answer(argp, sizeof(struct rpage_peer_info),
+				 &rpage_peers_lock, rpage_peers_fill, NULL);
 }
 
 /*
@@ -805,7 +1199,7 @@ void rpage_peers_device_removed(struct rpage_ibdev *dev)
 		for (c = 0; c < peer->nr_conns; c++)
 			hit |= peer->conns[c].dev == dev;
 		if (hit) {
-			rpage_peer_teardown_outbound(peer, NULL);
+			rpage_peer_teardown_outbound(peer);
 			if (rpage_peer_change_state(peer, RPAGE_PEER_STATE_RECONNECTING))
 				rpage_peer_schedule_connect(peer, rpage_reconnect_delay());
 		}

@@ -59,6 +59,12 @@ static int rpage_endpoint_reject(struct rdma_cm_id *cm_id, u32 reason)
 		.minor = cpu_to_le16(RPAGE_PROTO_MINOR),
 		.reason = cpu_to_le16(reason),
 	};
+	struct rpage_ibdev *dev = rpage_ibdev_get(cm_id->device);
+
+	if (dev) {
+		atomic64_inc(&dev->counters.rejects);
+		rpage_ibdev_put(dev);
+	}
 
 	rdma_reject(cm_id, &rej, sizeof(rej), IB_CM_REJ_CONSUMER_DEFINED);
 	/* Non-zero: rdma_cm destroys the refused id for us. */
@@ -110,6 +116,7 @@ static int rpage_endpoint_connect_request(struct rpage_listener *ep,
 	conn->inbound = true;
 	conn->index = le16_to_cpu(hello.qp_index);
 	conn->state = RPAGE_CONN_CONNECTING;
+	spin_lock_init(&conn->recv_lock);
 	INIT_LIST_HEAD(&conn->entry);
 	if (rpage_conn_create_qp(conn, cm_id))
 		goto err_conn;
@@ -350,30 +357,12 @@ long rpage_ioctl_endpoint_del(struct rpage_file *rfile, void __user *argp)
 	return -ENOENT;
 }
 
-long rpage_ioctl_endpoint_list(struct rpage_file *rfile, void __user *argp)
+static u32 rpage_endpoints_fill(void *entries, u32 filled, void *ctx)
 {
-	struct rpage_endpoint_info *infos = NULL;
+	struct rpage_endpoint_info *infos = entries;
 	struct rpage_listener *ep;
-	struct rpage_list arg;
-	u32 count = 0, filled;
-	long ret;
+	u32 count = 0;
 
-	ret = rpage_list_begin(argp, &arg);
-	if (ret)
-		return ret;
-
-	mutex_lock(&rpage_endpoints_lock);
-	list_for_each_entry(ep, &rpage_endpoints, entry)
-		count++;
-	filled = min(count, arg.capacity);
-	if (filled) {
-		infos = kcalloc(filled, sizeof(*infos), GFP_KERNEL);
-		if (!infos) {
-			mutex_unlock(&rpage_endpoints_lock);
-			return -ENOMEM;
-		}
-	}
-	count = 0;
 	list_for_each_entry(ep, &rpage_endpoints, entry) {
 		if (count < filled) {
 			struct rpage_endpoint_info *info = &infos[count];
@@ -387,11 +376,14 @@ long rpage_ioctl_endpoint_list(struct rpage_file *rfile, void __user *argp)
 		}
 		count++;
 	}
-	mutex_unlock(&rpage_endpoints_lock);
+	return count;
+}
 
-	ret = rpage_list_end(argp, &arg, infos, sizeof(*infos), filled, count);
-	kfree(infos);
-	return ret;
+long rpage_ioctl_endpoint_list(struct rpage_file *rfile, void __user *argp)
+{
+	return rpage_list_answer(argp, sizeof(struct rpage_endpoint_info),
+				 &rpage_endpoints_lock, rpage_endpoints_fill,
+				 NULL);
 }
 
 /* Listeners bound to @dev go down now, and listen again when they can. */

@@ -29,6 +29,7 @@ static void rpage_ibdev_release(struct kref *ref)
 	struct rpage_ibdev *dev = container_of(ref, struct rpage_ibdev, ref);
 
 	ib_dealloc_pd(dev->pd);
+	rpage_counters_free(&dev->counters);
 	kfree(dev);
 }
 
@@ -73,11 +74,16 @@ static int rpage_ib_add(struct ib_device *ibdev)
 	kref_init(&dev->ref);
 	atomic_set(&dev->users, 0);
 	init_waitqueue_head(&dev->users_wait);
+	if (rpage_counters_init(&dev->counters)) {
+		kfree(dev);
+		return -ENOMEM;
+	}
 	dev->pd = ib_alloc_pd(ibdev, 0);
 	if (IS_ERR(dev->pd)) {
 		int ret = PTR_ERR(dev->pd);
 
 		ibdev_warn(ibdev, "rpage: cannot allocate a PD: %d\n", ret);
+		rpage_counters_free(&dev->counters);
 		kfree(dev);
 		return ret;
 	}
@@ -109,6 +115,7 @@ static void rpage_ib_remove(struct ib_device *ibdev, void *client_data)
 	 */
 	rpage_endpoints_device_removed(dev);
 	rpage_peers_device_removed(dev);
+	rpage_pools_device_removed(dev);
 	/* Inbound connections a disconnect already queued for release. */
 	wait_event(dev->users_wait, !atomic_read(&dev->users));
 
@@ -125,40 +132,48 @@ static void rpage_ibdev_fill_info(struct rpage_device_info *info,
 	info->port_count = rdma_end_port(ibdev) - rdma_start_port(ibdev) + 1;
 }
 
-long rpage_ioctl_device_list(struct rpage_file *rfile, void __user *argp)
+static u32 rpage_ibdev_fill(void *entries, u32 filled, void *ctx)
 {
-	struct rpage_device_info *infos = NULL;
-	struct rpage_list arg;
+	struct rpage_device_info *infos = entries;
 	struct rpage_ibdev *dev;
-	u32 count = 0, filled;
-	long ret;
+	u32 count = 0;
 
-	ret = rpage_list_begin(argp, &arg);
-	if (ret)
-		return ret;
-
-	mutex_lock(&rpage_ibdevs_lock);
-	list_for_each_entry(dev, &rpage_ibdevs, entry)
-		count++;
-	filled = min(count, arg.capacity);
-	if (filled) {
-		infos = kcalloc(filled, sizeof(*infos), GFP_KERNEL);
-		if (!infos) {
-			mutex_unlock(&rpage_ibdevs_lock);
-			return -ENOMEM;
-		}
-	}
-	count = 0;
 	list_for_each_entry(dev, &rpage_ibdevs, entry) {
 		if (count < filled)
 			rpage_ibdev_fill_info(&infos[count], dev->ibdev);
 		count++;
 	}
-	mutex_unlock(&rpage_ibdevs_lock);
+	return count;
+}
 
-	ret = rpage_list_end(argp, &arg, infos, sizeof(*infos), filled, count);
-	kfree(infos);
-	return ret;
+long rpage_ioctl_device_list(struct rpage_file *rfile, void __user *argp)
+{
+	return rpage_list_answer(argp, sizeof(struct rpage_device_info),
+				 &rpage_ibdevs_lock, rpage_ibdev_fill, NULL);
+}
+
+static u32 rpage_ibdev_stats_fill(void *entries, u32 filled, void *ctx)
+{
+	struct rpage_device_stats *stats = entries;
+	struct rpage_ibdev *dev;
+	u32 count = 0;
+
+	list_for_each_entry(dev, &rpage_ibdevs, entry) {
+		if (count < filled) {
+			strscpy(stats[count].name, dev_name(&dev->ibdev->dev),
+				sizeof(stats[count].name));
+			stats[count].index = dev->ibdev->index;
+			rpage_counters_sum(&dev->counters, &stats[count].stats);
+		}
+		count++;
+	}
+	return count;
+}
+
+long rpage_ioctl_device_stats(struct rpage_file *rfile, void __user *argp)
+{
+	return rpage_list_answer(argp, sizeof(struct rpage_device_stats),
+				 &rpage_ibdevs_lock, rpage_ibdev_stats_fill, NULL);
 }
 
 int rpage_ibdev_init(void)

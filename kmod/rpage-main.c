@@ -34,31 +34,61 @@ unsigned int rpage_reconnect_delay_ms = 1000;
 module_param_named(reconnect_delay_ms, rpage_reconnect_delay_ms, uint, 0644);
 MODULE_PARM_DESC(reconnect_delay_ms, "Delay before reconnecting to a peer, in ms (plus up to half of it at random)");
 
+unsigned int rpage_max_pool_mb = 1024;
+module_param_named(max_pool_mb, rpage_max_pool_mb, uint, 0644);
+MODULE_PARM_DESC(max_pool_mb, "Largest pool that may be created or exported, in MiB");
+
+unsigned int rpage_io_timeout_ms = 10000;
+module_param_named(io_timeout_ms, rpage_io_timeout_ms, uint, 0644);
+MODULE_PARM_DESC(io_timeout_ms, "How long a remote read or write may go without progress before it fails with ETIMEDOUT, in ms");
+
 struct workqueue_struct *rpage_wq;
 
-int rpage_list_begin(void __user *argp, struct rpage_list *arg)
-{
-	if (copy_from_user(arg, argp, sizeof(*arg)))
-		return -EFAULT;
-	if (arg->count || memchr_inv(arg->reserved, 0, sizeof(arg->reserved)))
-		return -EINVAL;
-	if (arg->capacity && !arg->entries)
-		return -EFAULT;
-	return 0;
-}
-
-/*
- * Copies the @filled entries a list command gathered and the total
- * @count back to the caller.
+/**
+ * rpage_list_answer - answers a *_LIST command
+ * @argp: the user's struct rpage_list.
+ * @entry_size: size of one info entry.
+ * @lock: protects what @fill walks; held while it runs.
+ * @fill: writes the first @filled entries to @entries (none when
+ *	@entries is NULL) and returns how many objects there are.
+ * @ctx: passed to @fill.
  */
-int rpage_list_end(void __user *argp, struct rpage_list *arg,
-		   const void *entries, size_t entry_size, u32 filled, u32 count)
+long rpage_list_answer(void __user *argp, size_t entry_size, struct mutex *lock,
+		       u32 (*fill)(void *entries, u32 filled, void *ctx),
+		       void *ctx)
 {
-	if (filled && copy_to_user(u64_to_user_ptr(arg->entries), entries,
-				   array_size(filled, entry_size)))
+	void *entries = NULL;
+	struct rpage_list arg;
+	u32 count, filled;
+	long ret = 0;
+
+	if (copy_from_user(&arg, argp, sizeof(arg)))
 		return -EFAULT;
-	arg->count = count;
-	if (copy_to_user(argp, arg, sizeof(*arg)))
+	if (arg.count || memchr_inv(arg.reserved, 0, sizeof(arg.reserved)))
+		return -EINVAL;
+	if (arg.capacity && !arg.entries)
+		return -EFAULT;
+
+	mutex_lock(lock);
+	filled = min(fill(NULL, 0, ctx), arg.capacity);
+	if (filled) {
+		entries = kcalloc(filled, entry_size, GFP_KERNEL);
+		if (!entries) {
+			mutex_unlock(lock);
+			return -ENOMEM;
+		}
+	}
+	count = fill(entries, filled, ctx);
+	mutex_unlock(lock);
+
+	if (filled && copy_to_user(u64_to_user_ptr(arg.entries), entries,
+				   array_size(filled, entry_size)))
+		ret = -EFAULT;
+	kfree(entries);
+	if (ret)
+		return ret;
+	arg.count = count;
+	if (copy_to_user(argp, &arg, sizeof(arg)))
 		return -EFAULT;
 	return 0;
 }
@@ -131,6 +161,7 @@ static int rpage_open(struct inode *inode, struct file *file)
 	if (!rfile)
 		return -ENOMEM;
 	mutex_init(&rfile->lock);
+	INIT_LIST_HEAD(&rfile->pools);
 	file->private_data = rfile;
 	return 0;
 }
@@ -139,6 +170,8 @@ static int rpage_release(struct inode *inode, struct file *file)
 {
 	struct rpage_file *rfile = file->private_data;
 
+	/* What the process exported goes with its file (or its death). */
+	rpage_pools_file_release(rfile);
 	mutex_destroy(&rfile->lock);
 	kfree(rfile);
 	return 0;
@@ -233,6 +266,45 @@ static const struct rpage_ioctl_desc rpage_ioctls[] = {
 		.cmd = RPAGE_IOC_PEER_LIST,
 		.handler = rpage_ioctl_peer_list,
 	},
+	[_RPAGE_POOL_CREATE] = {
+		.cmd = RPAGE_IOC_POOL_CREATE,
+		.handler = rpage_ioctl_pool_create,
+		.admin = true,
+	},
+	[_RPAGE_POOL_EXPORT] = {
+		.cmd = RPAGE_IOC_POOL_EXPORT,
+		.handler = rpage_ioctl_pool_export,
+		.admin = true,
+	},
+	[_RPAGE_POOL_DESTROY] = {
+		.cmd = RPAGE_IOC_POOL_DESTROY,
+		.handler = rpage_ioctl_pool_destroy,
+		.admin = true,
+	},
+	[_RPAGE_POOL_LIST] = {
+		.cmd = RPAGE_IOC_POOL_LIST,
+		.handler = rpage_ioctl_pool_list,
+	},
+	[_RPAGE_REMOTE_POOL_LIST] = {
+		.cmd = RPAGE_IOC_REMOTE_POOL_LIST,
+		.handler = rpage_ioctl_remote_pool_list,
+	},
+	[_RPAGE_READ] = {
+		.cmd = RPAGE_IOC_READ,
+		.handler = rpage_ioctl_read,
+	},
+	[_RPAGE_WRITE] = {
+		.cmd = RPAGE_IOC_WRITE,
+		.handler = rpage_ioctl_write,
+	},
+	[_RPAGE_PEER_STATS] = {
+		.cmd = RPAGE_IOC_PEER_STATS,
+		.handler = rpage_ioctl_peer_stats,
+	},
+	[_RPAGE_DEVICE_STATS] = {
+		.cmd = RPAGE_IOC_DEVICE_STATS,
+		.handler = rpage_ioctl_device_stats,
+	},
 };
 
 static long rpage_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
@@ -308,6 +380,7 @@ static void __exit rpage_exit(void)
 	/* No more ioctls: take down the configuration, then the devices. */
 	rpage_peers_exit();
 	rpage_endpoints_exit();
+	rpage_pools_exit();
 	rpage_ibdev_exit();
 	destroy_workqueue(rpage_wq);
 	pr_info("unloaded\n");

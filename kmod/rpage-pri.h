@@ -12,6 +12,8 @@
 #include <linux/kref.h>
 #include <linux/workqueue.h>
 #include <linux/socket.h>
+#include <linux/rwsem.h>
+#include <linux/scatterlist.h>
 #include <rdma/ib_verbs.h>
 #include <rdma/rdma_cm.h>
 
@@ -25,6 +27,8 @@ extern u64 rpage_node_id;
 extern unsigned int rpage_qps_per_peer;
 extern unsigned int rpage_connect_timeout_ms;
 extern unsigned int rpage_reconnect_delay_ms;
+extern unsigned int rpage_max_pool_mb;
+extern unsigned int rpage_io_timeout_ms;
 
 /* Connection setup and teardown run here, never in rdma_cm callbacks. */
 extern struct workqueue_struct *rpage_wq;
@@ -34,11 +38,44 @@ extern struct workqueue_struct *rpage_wq;
  * @lock: protects @features against concurrent handshakes.
  * @api_done: the RPAGE_IOC_API handshake succeeded on this file.
  * @features: the feature bits the handshake enabled.
+ * @pools: the pools exported through this file (under rpage_pools_lock);
+ *	destroyed when it closes.
  */
 struct rpage_file {
 	struct mutex lock;	/* protects features */
 	bool api_done;
 	u64 features;
+	struct list_head pools;
+};
+
+/**
+ * struct rpage_counters_pcpu - one CPU's share of struct rpage_counters
+ * @reads: pages read.
+ * @writes: pages written.
+ * @read_bytes: bytes read.
+ * @write_bytes: bytes written.
+ * @errors: pages whose transfer failed.
+ * @latency: post-to-completion time of each page, log2 ns buckets.
+ */
+struct rpage_counters_pcpu {
+	u64 reads;
+	u64 writes;
+	u64 read_bytes;
+	u64 write_bytes;
+	u64 errors;
+	u64 latency[RPAGE_HIST_BUCKETS];
+};
+
+/**
+ * struct rpage_counters - what a peer or a device counts
+ * @pcpu: the data path's counters, per CPU.
+ * @connects: connections established.
+ * @rejects: connections refused.
+ */
+struct rpage_counters {
+	struct rpage_counters_pcpu __percpu *pcpu;
+	atomic64_t connects;
+	atomic64_t rejects;
 };
 
 /**
@@ -49,6 +86,7 @@ struct rpage_file {
  * @ref: keeps this structure; held by lookups and by @users.
  * @users: queue pairs on the device; removal waits until none is left.
  * @users_wait: where removal waits.
+ * @counters: traffic and connections on the device.
  */
 struct rpage_ibdev {
 	struct list_head entry;
@@ -57,6 +95,7 @@ struct rpage_ibdev {
 	struct kref ref;
 	atomic_t users;
 	wait_queue_head_t users_wait;
+	struct rpage_counters counters;
 };
 
 /*
@@ -84,12 +123,20 @@ struct rpage_peer;
  * @peer: the peer; an inbound connection holds a reference.
  * @cm_id: its rdma_cm id; the queue pair is @cm_id->qp.
  * @dev: the device of @cm_id, referenced while the queue pair exists.
- * @cq: the completion queue of both work queues.
+ * @cq: outbound: the send completion queue, polled by the data path
+ *	(IB_POLL_DIRECT); inbound: the one completion queue.
+ * @recv_cq: outbound: the receive completion queue (control messages).
+ * @recvs: outbound, first queue pair: the posted receive buffers.
+ * @recv_lock: orders reposting a receive against teardown.
+ * @closing: set under @recv_lock before the queue pair is destroyed.
+ * @sq_free: send queue slots not taken by work requests in flight.
  * @inbound: the peer opened it (we serve); else we opened it (we read).
  * @index: which of the opener's queue pairs to the peer this is.
  * @state: RPAGE_CONN_*, changed under the owner's lock.
  * @claimed: inbound: whoever set it (under the peer's inbound_lock)
  *	tears the connection down; nobody else touches it after.
+ * @synced: inbound, the reader's first queue pair: it has been sent
+ *	every pool (under rpage_pools_lock).
  * @error: outbound: how the connection attempt ended, 0 if connected.
  * @reject_reason: outbound: RPAGE_REJECT_* if the peer refused us.
  * @done: outbound: completed when the connection attempt ends.
@@ -102,15 +149,60 @@ struct rpage_conn {
 	struct rdma_cm_id *cm_id;
 	struct rpage_ibdev *dev;
 	struct ib_cq *cq;
+	struct ib_cq *recv_cq;
+	struct rpage_recv *recvs;
+	spinlock_t recv_lock;		/* see kernel-doc */
+	bool closing;
+	atomic_t sq_free;
 	bool inbound;
 	u16 index;
 	enum rpage_conn_state state;
 	bool claimed;
+	bool synced;
 	int error;
 	u32 reject_reason;
 	struct completion done;
 	struct list_head entry;
 	struct work_struct release_work;
+};
+
+/**
+ * struct rpage_recv - a receive buffer for control messages
+ * @cqe: completion entry.
+ * @conn: the connection it is posted on.
+ * @buf: RPAGE_MSG_MAX bytes.
+ * @dma: @buf mapped for the device.
+ */
+struct rpage_recv {
+	struct ib_cqe cqe;
+	struct rpage_conn *conn;
+	void *buf;
+	u64 dma;
+};
+
+/**
+ * struct rpage_rpool - a pool a peer exports to us
+ * @entry: link in the peer's @rpools.
+ * @id: the pool's id on the peer.
+ * @length: bytes.
+ * @mr_bytes: bytes each of its memory regions covers.
+ * @flags: RPAGE_POOL_*.
+ * @nr_mrs: memory regions in the pool.
+ * @received: how many of @mrs have arrived; usable when all have.
+ * @mrs: where each region is: address and key.
+ */
+struct rpage_rpool {
+	struct list_head entry;
+	u64 id;
+	u64 length;
+	u64 mr_bytes;
+	u32 flags;
+	u32 nr_mrs;
+	u32 received;
+	struct rpage_rmr {
+		u64 iova;
+		u32 rkey;
+	} *mrs;
 };
 
 /* Peer states: the UAPI's, plus the one only the module sees. */
@@ -142,8 +234,13 @@ enum rpage_peer_state {
  * @last_error: errno of the last failed attempt, 0 if none.
  * @remote_node_id: the peer's node id, from its hello.
  * @remote_proto: the peer's protocol version, major << 16 | minor.
- * @connects: outbound connection sets established.
- * @rejects: outbound attempts the peer refused.
+ * @counters: traffic to the peer; its connects are outbound connection
+ *	sets established, its rejects outbound attempts the peer refused.
+ * @id: the handle userspace names the peer by in reads and writes.
+ * @io_rwsem: held for reading by every read or write in flight on the
+ *	outbound queue pairs, for writing while they are torn down.
+ * @rpools_lock: protects @rpools.
+ * @rpools: the pools the peer exports to us (struct rpage_rpool).
  */
 struct rpage_peer {
 	struct list_head entry;
@@ -163,14 +260,20 @@ struct rpage_peer {
 	u32 last_error;
 	u64 remote_node_id;
 	u32 remote_proto;
-	atomic64_t connects;
-	atomic64_t rejects;
+	struct rpage_counters counters;
+	u32 id;
+	struct rw_semaphore io_rwsem;
+	spinlock_t rpools_lock;		/* see kernel-doc */
+	struct list_head rpools;
 };
 
+/* rpage-pool.c: the memory this host exports. */
+extern struct mutex rpage_pools_lock;
+
 /* rpage-main.c */
-int rpage_list_begin(void __user *argp, struct rpage_list *arg);
-int rpage_list_end(void __user *argp, struct rpage_list *arg,
-		   const void *entries, size_t entry_size, u32 filled, u32 count);
+long rpage_list_answer(void __user *argp, size_t entry_size, struct mutex *lock,
+		       u32 (*fill)(void *entries, u32 filled, void *ctx),
+		       void *ctx);
 int rpage_addr_to_sockaddr(const struct rpage_addr *uaddr,
 			   struct sockaddr_storage *ss);
 bool rpage_sockaddr_same_host(const struct sockaddr *a, const struct sockaddr *b);
@@ -199,6 +302,36 @@ void rpage_peers_exit(void);
 long rpage_ioctl_peer_add(struct rpage_file *rfile, void __user *argp);
 long rpage_ioctl_peer_del(struct rpage_file *rfile, void __user *argp);
 long rpage_ioctl_peer_list(struct rpage_file *rfile, void __user *argp);
+
+struct rpage_peer *rpage_peer_get_by_id(u32 id);
+struct rpage_conn **rpage_channels_collect(unsigned int *nr);
+void rpage_peer_io_failed(struct rpage_peer *peer);
+long rpage_ioctl_remote_pool_list(struct rpage_file *rfile, void __user *argp);
+void rpage_conn_recv_done(struct ib_cq *cq, struct ib_wc *wc);
+
+/* rpage-pool.c */
+void rpage_pools_channel_up(void);
+void rpage_pools_barrier(void);
+void rpage_pools_device_removed(struct rpage_ibdev *dev);
+void rpage_pools_file_release(struct rpage_file *rfile);
+void rpage_pools_exit(void);
+long rpage_ioctl_pool_create(struct rpage_file *rfile, void __user *argp);
+long rpage_ioctl_pool_export(struct rpage_file *rfile, void __user *argp);
+long rpage_ioctl_pool_destroy(struct rpage_file *rfile, void __user *argp);
+long rpage_ioctl_pool_list(struct rpage_file *rfile, void __user *argp);
+
+/* rpage-stats.c */
+int rpage_counters_init(struct rpage_counters *c);
+void rpage_counters_free(struct rpage_counters *c);
+void rpage_counters_io(struct rpage_counters *c, bool write, u32 bytes,
+		       u64 ns, bool failed);
+void rpage_counters_sum(const struct rpage_counters *c, struct rpage_stats *out);
+long rpage_ioctl_peer_stats(struct rpage_file *rfile, void __user *argp);
+long rpage_ioctl_device_stats(struct rpage_file *rfile, void __user *argp);
+
+/* rpage-io.c */
+long rpage_ioctl_read(struct rpage_file *rfile, void __user *argp);
+long rpage_ioctl_write(struct rpage_file *rfile, void __user *argp);
 
 /* rpage-endpoint.c */
 void rpage_endpoints_device_removed(struct rpage_ibdev *dev);

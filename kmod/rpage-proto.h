@@ -70,6 +70,101 @@ struct rpage_reject {
 	__u8 reserved[6];
 };
 
+/*
+ * Control messages travel by SEND/RECV from the exporting host to the
+ * reader, on the first queue pair the reader opened. They tell the
+ * reader which pools it may read and with which keys. A message is at
+ * most RPAGE_MSG_MAX bytes; a pool with more memory regions than fit in
+ * one RPAGE_MSG_POOL_ADD is sent in several.
+ */
+#define RPAGE_MSG_MAX		4096
+
+/* Message types (struct rpage_msg_hdr.type). */
+enum {
+	RPAGE_MSG_POOL_ADD	= 1,
+	RPAGE_MSG_POOL_DEL	= 2,
+};
+
+/* Pool flags on the wire: the UAPI's RPAGE_POOL_* values. */
+#define RPAGE_MSG_POOL_FLAGS_ALL	0x1U
+
+/* Bounds a receiver enforces on what a peer announces. */
+#define RPAGE_MSG_MAX_MRS	65536
+#define RPAGE_MSG_MR_ALIGN	4096
+
+/**
+ * struct rpage_msg_hdr - the start of every control message
+ * @type: RPAGE_MSG_*.
+ * @reserved0: zero.
+ * @length: bytes of the whole message, this header included; equals the
+ *	received byte count.
+ */
+struct rpage_msg_hdr {
+	__le16 type;
+	__le16 reserved0;
+	__le32 length;
+};
+
+/**
+ * struct rpage_msg_mr - one memory region of a pool
+ * @iova: the address to use in RDMA READ and WRITE for the region's
+ *	first byte.
+ * @rkey: the region's remote key.
+ * @reserved: zero.
+ */
+struct rpage_msg_mr {
+	__le64 iova;
+	__le32 rkey;
+	__le32 reserved;
+};
+
+/**
+ * struct rpage_msg_pool_add - a pool the reader may use, or more of it
+ * @hdr: type RPAGE_MSG_POOL_ADD.
+ * @pool_id: the pool's id on the exporting host.
+ * @length: the pool's bytes, a non-zero multiple of RPAGE_MSG_MR_ALIGN.
+ * @mr_bytes: bytes each region covers, a multiple of RPAGE_MSG_MR_ALIGN;
+ *	region i covers pool bytes [i * @mr_bytes, (i + 1) * @mr_bytes),
+ *	the last one less if the length says so.
+ * @flags: RPAGE_POOL_* of the pool; see rpage_msg_pool_flags_supported().
+ * @nr_mrs: regions in the whole pool, at most RPAGE_MSG_MAX_MRS.
+ * @first_mr: index of @mrs[0] among them. The message with @first_mr 0
+ *	(re)starts the pool; the pool is usable once all have arrived.
+ * @count: entries in @mrs.
+ * @mrs: regions @first_mr to @first_mr + @count - 1.
+ */
+struct rpage_msg_pool_add {
+	struct rpage_msg_hdr hdr;
+	__le64 pool_id;
+	__le64 length;
+	__le64 mr_bytes;
+	__le32 flags;
+	__le32 nr_mrs;
+	__le32 first_mr;
+	__le32 count;
+	struct rpage_msg_mr mrs[];
+};
+
+/**
+ * struct rpage_msg_pool_del - a pool the reader may no longer use
+ * @hdr: type RPAGE_MSG_POOL_DEL.
+ * @pool_id: the pool's id; its keys are invalidated right after.
+ */
+struct rpage_msg_pool_del {
+	struct rpage_msg_hdr hdr;
+	__le64 pool_id;
+};
+
+/* How many regions one RPAGE_MSG_POOL_ADD carries at most. */
+#define RPAGE_MSG_MRS_PER_ADD \
+	((RPAGE_MSG_MAX - sizeof(struct rpage_msg_pool_add)) / \
+	 sizeof(struct rpage_msg_mr))
+
+static inline bool rpage_msg_pool_flags_supported(__u32 flags)
+{
+	return !(flags & ~RPAGE_MSG_POOL_FLAGS_ALL);
+}
+
 static inline bool rpage_hello_flags_supported(__u32 flags)
 {
 	return !(flags & ~RPAGE_HELLO_FLAGS_ALL);
@@ -83,6 +178,11 @@ static inline void rpage_proto_build_checks(void)
 	BUILD_BUG_ON(sizeof(struct rpage_hello) != 32);
 	BUILD_BUG_ON(sizeof(struct rpage_hello) > RPAGE_PROTO_CONNECT_MAX);
 	BUILD_BUG_ON(sizeof(struct rpage_reject) != 16);
+	BUILD_BUG_ON(sizeof(struct rpage_msg_hdr) != 8);
+	BUILD_BUG_ON(sizeof(struct rpage_msg_mr) != 16);
+	BUILD_BUG_ON(sizeof(struct rpage_msg_pool_add) != 48);
+	BUILD_BUG_ON(sizeof(struct rpage_msg_pool_del) != 16);
+	BUILD_BUG_ON(RPAGE_MSG_POOL_FLAGS_ALL != RPAGE_POOL_FLAGS_ALL);
 }
 #endif /* __KERNEL__ */
 

@@ -148,12 +148,15 @@ TEST_F(rpage, known_command_with_wrong_size_or_direction)
 		_IO(RPAGE_IOC_MAGIC, _RPAGE_API), &arg));
 }
 
+/* The lowest command number the module does not announce. */
+#define RPAGE_FIRST_UNUSED_NR	__builtin_ctzll(~RPAGE_API_IOCTLS)
+
 TEST_F(rpage, unknown_commands_are_enotty)
 {
 	struct rpage_api arg = { .api = RPAGE_API };
 	/* The first command number past the last one defined. */
 	const unsigned long cmds[] = {
-		_IOWR(RPAGE_IOC_MAGIC, _RPAGE_PEER_LIST + 1, struct rpage_api),
+		_IOWR(RPAGE_IOC_MAGIC, RPAGE_FIRST_UNUSED_NR, struct rpage_api),
 		_IOWR(RPAGE_IOC_MAGIC, 0x3f, struct rpage_api),
 		_IOWR(RPAGE_IOC_MAGIC, 0xff, struct rpage_api),
 		_IOWR(RPAGE_IOC_MAGIC + 1, _RPAGE_API, struct rpage_api),

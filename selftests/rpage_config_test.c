@@ -585,6 +585,7 @@ TEST_F(config, peer_add_list_del)
 	struct rpage_addr want_b = ipv4(UNREACHABLE_B, 7000);
 	const struct rpage_peer_info *info;
 	struct rpage_peer_config del;
+	__u32 id_a;
 	int count;
 
 	ASSERT_EQ(0, add_peer(self, &a));
@@ -609,14 +610,16 @@ TEST_F(config, peer_add_list_del)
 	EXPECT_EQ(0, info->qps_inbound);
 	EXPECT_EQ(0, info->connects);
 	EXPECT_EQ(0, info->remote_node_id);
-	EXPECT_EQ(0, info->reserved0);
 	for (int r = 0; r < 4; r++) {
 		EXPECT_EQ(0, info->reserved[r]);
 	}
+	id_a = info->id;
 
 	info = find_peer(infos, count, PEER_B);
 	ASSERT_NE(NULL, info);
 	EXPECT_EQ(0, memcmp(&want_b, &info->addr, sizeof(want_b)));
+	/* Each peer has its own id. */
+	EXPECT_NE(id_a, info->id);
 	if (count < MAX_LISTED) {
 		/* Entries past the count stay untouched. */
 		EXPECT_EQ(0xa5, ((unsigned char *)&infos[count])[0]);

@@ -7,6 +7,7 @@
 #define RPAGE_TEST_H
 
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <unistd.h>
@@ -34,6 +35,20 @@ static inline int rpage_test_open(void)
 		return ret;
 	}
 	return fd;
+}
+
+/* The loaded module's io_timeout_ms parameter (10 s if unreadable). */
+static inline long rpage_test_io_timeout_ms(void)
+{
+	FILE *f = fopen("/sys/module/rpage/parameters/io_timeout_ms", "r");
+	long ms = 10000;
+
+	if (f) {
+		if (fscanf(f, "%ld", &ms) != 1)
+			ms = 10000;
+		fclose(f);
+	}
+	return ms;
 }
 
 #endif /* RPAGE_TEST_H */

@@ -85,6 +85,90 @@ RPAGE_EXPORT int rpage_peer_list(int fd, struct rpage_list *list)
 	return rpage_ioctl(fd, RPAGE_IOC_PEER_LIST, list);
 }
 
+RPAGE_EXPORT int rpage_pool_create(int fd, const struct rpage_pool_create *pool)
+{
+	return rpage_ioctl(fd, RPAGE_IOC_POOL_CREATE, (void *)pool);
+}
+
+RPAGE_EXPORT int rpage_pool_export(int fd, const struct rpage_pool_export *pool)
+{
+	return rpage_ioctl(fd, RPAGE_IOC_POOL_EXPORT, (void *)pool);
+}
+
+RPAGE_EXPORT int rpage_pool_destroy(int fd, const struct rpage_pool_destroy *pool)
+{
+	return rpage_ioctl(fd, RPAGE_IOC_POOL_DESTROY, (void *)pool);
+}
+
+RPAGE_EXPORT int rpage_pool_list(int fd, struct rpage_list *list)
+{
+	return rpage_ioctl(fd, RPAGE_IOC_POOL_LIST, list);
+}
+
+RPAGE_EXPORT int rpage_remote_pool_list(int fd, struct rpage_list *list)
+{
+	return rpage_ioctl(fd, RPAGE_IOC_REMOTE_POOL_LIST, list);
+}
+
+RPAGE_EXPORT int rpage_read(int fd, const struct rpage_io *io)
+{
+	return rpage_ioctl(fd, RPAGE_IOC_READ, (void *)io);
+}
+
+RPAGE_EXPORT int rpage_write(int fd, const struct rpage_io *io)
+{
+	return rpage_ioctl(fd, RPAGE_IOC_WRITE, (void *)io);
+}
+
+RPAGE_EXPORT int rpage_peer_stats(int fd, struct rpage_list *list)
+{
+	return rpage_ioctl(fd, RPAGE_IOC_PEER_STATS, list);
+}
+
+RPAGE_EXPORT int rpage_device_stats(int fd, struct rpage_list *list)
+{
+	return rpage_ioctl(fd, RPAGE_IOC_DEVICE_STATS, list);
+}
+
+/* Bucket bounds must fit in a __u64: 2^63 is the largest. */
+#define RPAGE_HIST_MAX_BUCKETS 64
+
+RPAGE_EXPORT int rpage_hist_percentile(const __u64 *hist, unsigned int buckets,
+				       double pct, __u64 *ns)
+{
+	long double need;
+	__u64 total = 0, seen = 0;
+	unsigned int i;
+
+	/* Written this way, a NaN fails too. */
+	if (!hist || !ns || !buckets || buckets > RPAGE_HIST_MAX_BUCKETS ||
+	    !(pct > 0 && pct <= 100))
+		return rpage_error(EINVAL);
+	for (i = 0; i < buckets; i++) {
+		if (hist[i] > UINT64_MAX - total)
+			return rpage_error(EOVERFLOW);
+		total += hist[i];
+	}
+	if (!total)
+		return rpage_error(ENODATA);
+
+	/*
+	 * The percentile lies in the first bucket where the running count
+	 * reaches pct% of the total (the nearest-rank method). A relative
+	 * slack of 1e-12 keeps a pct such as 99.9, which a double holds
+	 * only approximately, from moving the answer one count up.
+	 */
+	need = (long double)pct / 100.0L * (long double)total;
+	need -= need * 1e-12L;
+	for (i = 0; i < buckets - 1; i++) {
+		seen += hist[i];
+		if ((long double)seen >= need)
+			break;
+	}
+	*ns = i < buckets - 1 ? 1ULL << (i + 1) : 1ULL << i;
+	return 0;
+}
+
 /* The scope after '%': an interface index or name. */
 static int parse_scope(const char *scope, __u32 *scope_id)
 {

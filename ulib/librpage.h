@@ -56,6 +56,59 @@ int rpage_peer_del(int fd, const struct rpage_peer_config *peer);
 int rpage_peer_list(int fd, struct rpage_list *list);
 
 /*
+ * RPAGE_IOC_POOL_CREATE: a pool of zeroed memory the module allocates;
+ * it belongs to the host and stays until destroyed.
+ */
+int rpage_pool_create(int fd, const struct rpage_pool_create *pool);
+
+/*
+ * RPAGE_IOC_POOL_EXPORT: a pool of the caller's own memory, pinned while
+ * exported; it belongs to @fd and goes when the file is closed.
+ */
+int rpage_pool_export(int fd, const struct rpage_pool_export *pool);
+
+/* RPAGE_IOC_POOL_DESTROY: remove one of this host's pools (by id). */
+int rpage_pool_destroy(int fd, const struct rpage_pool_destroy *pool);
+
+/* RPAGE_IOC_POOL_LIST: entries are struct rpage_pool_info. */
+int rpage_pool_list(int fd, struct rpage_list *list);
+
+/*
+ * RPAGE_IOC_REMOTE_POOL_LIST: the pools connected peers export to this
+ * host; entries are struct rpage_remote_pool_info.
+ */
+int rpage_remote_pool_list(int fd, struct rpage_list *list);
+
+/*
+ * RPAGE_IOC_READ, _WRITE: copy pages of peers' pools into, or from,
+ * page-aligned buffers of the caller, by RDMA; @io->iov points to
+ * struct rpage_iovec[]. Returns when every range is done, or fails as a
+ * whole.
+ */
+int rpage_read(int fd, const struct rpage_io *io);
+int rpage_write(int fd, const struct rpage_io *io);
+
+/*
+ * RPAGE_IOC_PEER_STATS, RPAGE_IOC_DEVICE_STATS: the counters and latency
+ * histogram of every peer, or of every attached RDMA device; entries are
+ * struct rpage_peer_stats, or struct rpage_device_stats.
+ */
+int rpage_peer_stats(int fd, struct rpage_list *list);
+int rpage_device_stats(int fd, struct rpage_list *list);
+
+/*
+ * The latency below which @pct percent (0 < @pct <= 100) of the counts
+ * of the log2 histogram @hist (@buckets buckets, 1 to 64, laid out as
+ * struct rpage_stats.latency) fall, as the upper bound of the bucket
+ * where that percentile lies: 2^(i+1) ns for bucket i, 2^i ns for the
+ * last, open-ended bucket. No system call. -ENODATA for an empty
+ * histogram, -EINVAL for a bad argument, -EOVERFLOW if the counts add
+ * up to more than 2^64-1.
+ */
+int rpage_hist_percentile(const __u64 *hist, unsigned int buckets, double pct,
+			  __u64 *ns);
+
+/*
  * Fill @out from an IPv4 or IPv6 literal, such as "192.0.2.1", "2001:db8::1"
  * or "fe80::1%eth0" (a scope, by interface name or index, only on a
  * link-local address), and @port. No system call but the interface name

@@ -104,6 +104,12 @@ void json_uint(struct json_writer *jw, const char *key, uint64_t val)
 	fprintf(jw->out, "%" PRIu64, val);
 }
 
+void json_null(struct json_writer *jw, const char *key)
+{
+	json_member(jw, key);
+	fputs("null", jw->out);
+}
+
 void json_finish(struct json_writer *jw)
 {
 	fputc('\n', jw->out);

@@ -27,6 +27,7 @@ void json_open_array(struct json_writer *jw, const char *key);
 void json_close_array(struct json_writer *jw);
 void json_string(struct json_writer *jw, const char *key, const char *val);
 void json_uint(struct json_writer *jw, const char *key, uint64_t val);
+void json_null(struct json_writer *jw, const char *key);
 void json_finish(struct json_writer *jw);
 
 #endif /* RPAGECTL_H */

@@ -45,7 +45,8 @@ test_rpage_version() {
 
 rpage_load_pair() {
 	modprobe ib_core && modprobe rdma_cm &&
-	insmod "$RPAGE_KO" qps_per_peer=2 connect_timeout_ms=3000 reconnect_delay_ms=500
+	insmod "$RPAGE_KO" qps_per_peer=2 connect_timeout_ms=3000 \
+		reconnect_delay_ms=500 io_timeout_ms=10000
 }
 
 test_mutual_connect() {
@@ -117,6 +118,63 @@ test_forgotten_peer_is_refused_b() {
 	wait_until 90 peer_is "$PEER" connected || fail "no reconnect once a re-added b"
 }
 
+PATTERN=$SELFTESTS/rpage_pattern
+
+remote_pool_listed() {
+	"$RPAGECTL" -j pool show remote |
+		jq -e --arg p "$1" --argjson id "$2" 'any(.[]; .peer == $p and .id == $id)'
+}
+
+# On A: a 64 MiB kernel pool with the pattern of (pool 1, offset), given
+# through A's own loopback peer, and 16 MiB of a process's memory.
+test_pools_on_a() {
+	"$RPAGECTL" peer add self addr "$RPAGE_IP" || return
+	wait_until 60 peer_is self connected || fail "self not connected" || return
+	"$RPAGECTL" pool create 1 size 64M writable || return
+	wait_until 30 remote_pool_listed self 1 || fail "pool 1 not announced to self" || return
+	"$PATTERN" fill self 1 64M || fail "filling pool 1" || return
+	rm -f /tmp/ready2 /tmp/until2
+	"$PATTERN" export 2 16M --writable --ready /tmp/ready2 --until /tmp/until2 \
+		--expect 5 1M 2M > /tmp/export2.out 2>&1 &
+	echo $! > /tmp/export2.pid
+	wait_until 30 test -e /tmp/ready2 || fail "exporter not ready"
+}
+
+test_process_on_a_sees_writes_from_b() {
+	touch /tmp/until2
+	wait "$(cat /tmp/export2.pid)" 2>/dev/null
+	cat /tmp/export2.out
+	grep -q verified /tmp/export2.out || fail "B's write did not reach A's process"
+}
+
+test_b_reads_every_page_librpage() {
+	wait_until 60 remote_pool_listed a 1 || fail "pool 1 not announced" || return
+	wait_until 60 remote_pool_listed a 2 || fail "pool 2 not announced" || return
+	"$RPAGECTL" pool show remote
+	"$PATTERN" read a 1 0 64M || return
+	"$PATTERN" read a 2 0 16M
+}
+
+test_b_reads_every_page_rpagectl() {
+	"$RPAGECTL" read a 1 0 64M file /tmp/a1 || fail "rpagectl read pool 1" || return
+	"$PATTERN" check-file 1 /tmp/a1 || return
+	"$RPAGECTL" read a 2 0 16M file /tmp/a2 || fail "rpagectl read pool 2" || return
+	"$PATTERN" check-file 2 /tmp/a2
+	rm -f /tmp/a1 /tmp/a2
+}
+
+test_b_stats() {
+	"$RPAGECTL" stat peer a
+	# Both pools were read twice (librpage, rpagectl): 2 * (64 + 16) MiB.
+	"$RPAGECTL" -j stat peer a |
+		jq -e '.peers[0].reads >= 40960 and .peers[0].read_bytes >= 167772160 and .peers[0].errors == 0 and .peers[0].latency.p999_ns != null'
+}
+
+test_b_writes_to_a_process() {
+	"$PATTERN" write a 2 1M 2M --seed 5 || return
+	"$PATTERN" read a 2 1M 2M --seed 5
+}
+
 rxe_up
 
 tap_begin "pair-$RPAGE_NODE"
@@ -143,6 +201,20 @@ else
 	barrier rogues-done
 	run_test refusals_counted_and_logged_on_a test_refusals_counted_and_logged
 	run_test forgotten_peer_is_refused_on_a test_forgotten_peer_is_refused_a
+fi
+barrier reconnected
+if [ "$RPAGE_NODE" = a ]; then
+	run_test pools_kernel_and_process_on_a test_pools_on_a
+	barrier pools-ready
+	barrier b-wrote
+	run_test process_on_a_sees_writes_from_b test_process_on_a_sees_writes_from_b
+else
+	barrier pools-ready
+	run_test b_reads_every_page_of_both_pools_librpage test_b_reads_every_page_librpage
+	run_test b_reads_every_page_of_both_pools_rpagectl test_b_reads_every_page_rpagectl
+	run_test b_stats_show_the_reads test_b_stats
+	run_test b_writes_into_a_process_pool test_b_writes_to_a_process
+	barrier b-wrote
 fi
 barrier done
 run_test "unload_while_connected_on_$RPAGE_NODE" rpage_unload

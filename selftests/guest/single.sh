@@ -75,5 +75,6 @@ run_test final_unload rpage_unload
 tap_end
 
 . "$RPAGE_REPO/selftests/guest/conn-single.sh"
+. "$RPAGE_REPO/selftests/guest/pool-single.sh"
 
 exit 0

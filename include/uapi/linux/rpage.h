@@ -46,6 +46,15 @@ enum {
 	_RPAGE_PEER_ADD		= 0x05,
 	_RPAGE_PEER_DEL		= 0x06,
 	_RPAGE_PEER_LIST	= 0x07,
+	_RPAGE_POOL_CREATE	= 0x08,
+	_RPAGE_POOL_EXPORT	= 0x09,
+	_RPAGE_POOL_DESTROY	= 0x0a,
+	_RPAGE_POOL_LIST	= 0x0b,
+	_RPAGE_REMOTE_POOL_LIST	= 0x0c,
+	_RPAGE_READ		= 0x0d,
+	_RPAGE_WRITE		= 0x0e,
+	_RPAGE_PEER_STATS	= 0x0f,
+	_RPAGE_DEVICE_STATS	= 0x10,
 };
 
 /**
@@ -209,7 +218,8 @@ enum {
  * @qps_inbound: queue pairs the peer has open to this host.
  * @remote_node_id: the peer's node id, 0 until it has been seen.
  * @remote_proto: the peer's protocol version, major << 16 | minor.
- * @reserved0: zero.
+ * @id: the peer's handle in struct rpage_iovec; never 0, never reused
+ *	while the module is loaded.
  * @connects: connections established to the peer.
  * @rejects: connections the peer refused.
  * @reserved: zero.
@@ -225,10 +235,224 @@ struct rpage_peer_info {
 	__u32 qps_inbound;
 	__u64 remote_node_id;
 	__u32 remote_proto;
-	__u32 reserved0;
+	__u32 id;
 	__u64 connects;
 	__u64 rejects;
 	__u64 reserved[4];
+};
+
+/* Pool flags. Every pool is readable by the peers. */
+#define RPAGE_POOL_WRITABLE	(1U << 0)	/* peers may RDMA WRITE to it */
+#define RPAGE_POOL_FLAGS_ALL	RPAGE_POOL_WRITABLE
+
+/* Pool kinds (struct rpage_pool_info.kind). */
+enum {
+	/* Memory rpage.ko allocated; belongs to the host. */
+	RPAGE_POOL_KERNEL	= 1,
+	/* A process's own memory; goes when its /dev/rpage file closes. */
+	RPAGE_POOL_USER		= 2,
+};
+
+/**
+ * struct rpage_pool_create - create a pool of memory rpage.ko allocates
+ * @id: the pool's id, unique among this host's pools; not 0.
+ * @length: bytes, a non-zero multiple of the page size, at most the
+ *	module parameter max_pool_mb.
+ * @flags: RPAGE_POOL_*.
+ * @reserved0: must be zero.
+ * @reserved: must be zero.
+ *
+ * The memory starts zeroed. It stays until RPAGE_IOC_POOL_DESTROY or
+ * module unload.
+ */
+struct rpage_pool_create {
+	__u64 id;
+	__u64 length;
+	__u32 flags;
+	__u32 reserved0;
+	__u64 reserved[4];
+};
+
+/**
+ * struct rpage_pool_export - export a range of the caller's memory
+ * @id: the pool's id, unique among this host's pools; not 0.
+ * @addr: start of the range, page aligned.
+ * @length: bytes, a non-zero multiple of the page size, at most the
+ *	module parameter max_pool_mb.
+ * @flags: RPAGE_POOL_*; RPAGE_POOL_WRITABLE needs writable memory.
+ * @reserved0: must be zero.
+ * @reserved: must be zero.
+ *
+ * The range is pinned while exported. The pool belongs to the file it
+ * was exported through: closing the file destroys it.
+ */
+struct rpage_pool_export {
+	__u64 id;
+	__u64 addr;
+	__u64 length;
+	__u32 flags;
+	__u32 reserved0;
+	__u64 reserved[4];
+};
+
+/**
+ * struct rpage_pool_destroy - destroy one of this host's pools
+ * @id: the pool. A kernel pool may be destroyed through any file, a user
+ *	pool only through the file that exported it.
+ * @reserved: must be zero.
+ *
+ * Peers are told first; their reads in flight fail, never land in freed
+ * memory.
+ */
+struct rpage_pool_destroy {
+	__u64 id;
+	__u64 reserved[3];
+};
+
+/**
+ * struct rpage_pool_info - one of this host's pools
+ * @id: the pool's id.
+ * @length: bytes.
+ * @flags: RPAGE_POOL_*.
+ * @kind: RPAGE_POOL_KERNEL or RPAGE_POOL_USER.
+ * @owner_pid: for a user pool, the exporting process; 0 otherwise.
+ * @reserved0: zero.
+ * @reserved: zero.
+ */
+struct rpage_pool_info {
+	__u64 id;
+	__u64 length;
+	__u32 flags;
+	__u32 kind;
+	__u32 owner_pid;
+	__u32 reserved0;
+	__u64 reserved[4];
+};
+
+/**
+ * struct rpage_remote_pool_info - a pool a connected peer exports to us
+ * @peer: the peer's name.
+ * @id: the pool's id on that peer.
+ * @length: bytes.
+ * @flags: RPAGE_POOL_*.
+ * @peer_id: the peer's id (struct rpage_peer_info.id).
+ * @reserved: zero.
+ */
+struct rpage_remote_pool_info {
+	char  peer[RPAGE_NAME_MAX];
+	__u64 id;
+	__u64 length;
+	__u32 flags;
+	__u32 peer_id;
+	__u64 reserved[4];
+};
+
+/**
+ * struct rpage_iovec - one range of a remote read or write
+ * @peer_id: the peer (struct rpage_peer_info.id).
+ * @reserved0: must be zero.
+ * @pool_id: the peer's pool.
+ * @offset: byte offset in the pool, a multiple of the page size.
+ * @length: bytes, a non-zero multiple of the page size.
+ * @addr: the caller's buffer, page aligned.
+ */
+struct rpage_iovec {
+	__u32 peer_id;
+	__u32 reserved0;
+	__u64 pool_id;
+	__u64 offset;
+	__u64 length;
+	__u64 addr;
+};
+
+/* Most ranges, and most bytes, one read or write may carry. */
+#define RPAGE_IO_MAX_IOV	1024
+#define RPAGE_IO_MAX_BYTES	(64ULL << 20)
+
+/**
+ * struct rpage_io - read remote pages into, or write them from, memory
+ * @iov: user pointer to @nr_iov struct rpage_iovec.
+ * @nr_iov: 1 to RPAGE_IO_MAX_IOV ranges, RPAGE_IO_MAX_BYTES in all.
+ * @flags: must be zero.
+ * @reserved: must be zero.
+ *
+ * The call returns when every range has completed, or fails as a whole
+ * with the first error: ENOENT (unknown peer or pool), ERANGE (beyond
+ * the pool), EINVAL (alignment, flags), E2BIG (more than the bounds
+ * below), EFAULT (a bad pointer or buffer), ENOTCONN (peer not
+ * connected), EPERM (write to a read-only pool), ETIMEDOUT (no page
+ * completed for the module parameter io_timeout_ms), EIO (the transfer
+ * failed). A failed read may have
+ * filled part of the buffers; a failed write may have written part of
+ * the ranges.
+ */
+struct rpage_io {
+	__u64 iov;
+	__u32 nr_iov;
+	__u32 flags;
+	__u64 reserved[2];
+};
+
+/*
+ * Latency histograms have log2 buckets of nanoseconds: bucket 0 counts
+ * latencies below 2 ns, bucket i (i > 0) those in [2^i, 2^(i+1)) ns, and
+ * the last bucket everything from 2^(RPAGE_HIST_BUCKETS - 1) ns up.
+ */
+#define RPAGE_HIST_BUCKETS	40
+
+/**
+ * struct rpage_stats - counters of a peer or an RDMA device
+ * @reads: pages read (one RDMA READ each).
+ * @writes: pages written (one RDMA WRITE each).
+ * @read_bytes: bytes read.
+ * @write_bytes: bytes written.
+ * @errors: pages whose transfer failed.
+ * @connects: connections established (a peer: whole sets it opened; a
+ *	device: every queue pair, either direction).
+ * @rejects: connections refused (a peer: by the peer; a device: by an
+ *	endpoint on it).
+ * @reserved: zero.
+ * @latency: histogram of the time from posting a page's RDMA READ or
+ *	WRITE to its completion, in log2 buckets of nanoseconds.
+ */
+struct rpage_stats {
+	__u64 reads;
+	__u64 writes;
+	__u64 read_bytes;
+	__u64 write_bytes;
+	__u64 errors;
+	__u64 connects;
+	__u64 rejects;
+	__u64 reserved[5];
+	__u64 latency[RPAGE_HIST_BUCKETS];
+};
+
+/**
+ * struct rpage_peer_stats - one entry of RPAGE_IOC_PEER_STATS
+ * @name: the peer's name.
+ * @peer_id: its id.
+ * @reserved0: zero.
+ * @stats: its counters.
+ */
+struct rpage_peer_stats {
+	char  name[RPAGE_NAME_MAX];
+	__u32 peer_id;
+	__u32 reserved0;
+	struct rpage_stats stats;
+};
+
+/**
+ * struct rpage_device_stats - one entry of RPAGE_IOC_DEVICE_STATS
+ * @name: the RDMA device's name.
+ * @index: its ib_device index.
+ * @reserved0: zero.
+ * @stats: its counters, since rpage.ko attached to it.
+ */
+struct rpage_device_stats {
+	char  name[RPAGE_NAME_MAX];
+	__u32 index;
+	__u32 reserved0;
+	struct rpage_stats stats;
 };
 
 #define RPAGE_IOC_API \
@@ -248,10 +472,35 @@ struct rpage_peer_info {
 #define RPAGE_IOC_PEER_LIST \
 	_IOWR(RPAGE_IOC_MAGIC, _RPAGE_PEER_LIST, struct rpage_list)
 
+#define RPAGE_IOC_POOL_CREATE \
+	_IOW(RPAGE_IOC_MAGIC, _RPAGE_POOL_CREATE, struct rpage_pool_create)
+#define RPAGE_IOC_POOL_EXPORT \
+	_IOW(RPAGE_IOC_MAGIC, _RPAGE_POOL_EXPORT, struct rpage_pool_export)
+#define RPAGE_IOC_POOL_DESTROY \
+	_IOW(RPAGE_IOC_MAGIC, _RPAGE_POOL_DESTROY, struct rpage_pool_destroy)
+#define RPAGE_IOC_POOL_LIST \
+	_IOWR(RPAGE_IOC_MAGIC, _RPAGE_POOL_LIST, struct rpage_list)
+#define RPAGE_IOC_REMOTE_POOL_LIST \
+	_IOWR(RPAGE_IOC_MAGIC, _RPAGE_REMOTE_POOL_LIST, struct rpage_list)
+#define RPAGE_IOC_READ \
+	_IOW(RPAGE_IOC_MAGIC, _RPAGE_READ, struct rpage_io)
+#define RPAGE_IOC_WRITE \
+	_IOW(RPAGE_IOC_MAGIC, _RPAGE_WRITE, struct rpage_io)
+
+#define RPAGE_IOC_PEER_STATS \
+	_IOWR(RPAGE_IOC_MAGIC, _RPAGE_PEER_STATS, struct rpage_list)
+#define RPAGE_IOC_DEVICE_STATS \
+	_IOWR(RPAGE_IOC_MAGIC, _RPAGE_DEVICE_STATS, struct rpage_list)
+
 #define RPAGE_API_IOCTLS \
 	((1ULL << _RPAGE_API) | (1ULL << _RPAGE_DEVICE_LIST) | \
 	 (1ULL << _RPAGE_ENDPOINT_ADD) | (1ULL << _RPAGE_ENDPOINT_DEL) | \
 	 (1ULL << _RPAGE_ENDPOINT_LIST) | (1ULL << _RPAGE_PEER_ADD) | \
-	 (1ULL << _RPAGE_PEER_DEL) | (1ULL << _RPAGE_PEER_LIST))
+	 (1ULL << _RPAGE_PEER_DEL) | (1ULL << _RPAGE_PEER_LIST) | \
+	 (1ULL << _RPAGE_POOL_CREATE) | (1ULL << _RPAGE_POOL_EXPORT) | \
+	 (1ULL << _RPAGE_POOL_DESTROY) | (1ULL << _RPAGE_POOL_LIST) | \
+	 (1ULL << _RPAGE_REMOTE_POOL_LIST) | (1ULL << _RPAGE_READ) | \
+	 (1ULL << _RPAGE_WRITE) | (1ULL << _RPAGE_PEER_STATS) | \
+	 (1ULL << _RPAGE_DEVICE_STATS))
 
 #endif /* _UAPI_LINUX_RPAGE_H */

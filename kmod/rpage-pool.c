@@ -1,0 +1,677 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * rpage: pools, the memory this host exports to its peers.
+ *
+ * A pool is registered on an RDMA device the first time a reader
+ * connects through that device, with fast registration (IB_WR_REG_MR)
+ * posted on the reader's first queue pair, in regions of at most
+ * max_fast_reg_page_list_len pages; then the reader is told the regions'
+ * addresses and keys (RPAGE_MSG_POOL_ADD). A pool being destroyed is
+ * withdrawn from every reader first (RPAGE_MSG_POOL_DEL), then its
+ * regions are deregistered, which invalidates their keys, and only then
+ * is its memory freed or unpinned.
+ *
+ * All of this runs under rpage_pools_lock, which also keeps the readers'
+ * queue pairs alive while it is held (rpage_pools_barrier()).
+ */
+#include "rpage-pri.h"
+
+#include <linux/mm.h>
+#include <linux/sched.h>
+#include <linux/slab.h>
+#include <linux/uaccess.h>
+#include <linux/vmalloc.h>
+
+/* Fewer pages per region than a device allows keeps messages small. */
+#define RPAGE_MR_MAX_PAGES	512
+
+/**
+ * struct rpage_pool_reg - a pool registered on one device
+ * @entry: link in the pool's @regs.
+ * @dev: the device; a use of it is held.
+ * @sgt: the pool's pages, one entry each, mapped for @dev.
+ * @mrs: the memory regions, @nr_mrs of them, @mr_bytes each.
+ * @nr_mrs: how many.
+ * @mr_bytes: bytes per region (the last may cover less).
+ */
+struct rpage_pool_reg {
+	struct list_head entry;
+	struct rpage_ibdev *dev;
+	struct sg_table sgt;
+	struct ib_mr **mrs;
+	u32 nr_mrs;
+	u64 mr_bytes;
+};
+
+/**
+ * struct rpage_pool - memory exported to peers
+ * @entry: link in rpage_pools.
+ * @file_entry: a user pool's link in its owner's @pools.
+ * @id: the pool's id.
+ * @length: bytes.
+ * @flags: RPAGE_POOL_*.
+ * @kind: RPAGE_POOL_KERNEL or RPAGE_POOL_USER.
+ * @owner: the file a user pool was exported through.
+ * @owner_pid: the process that exported a user pool.
+ * @pages: the memory, @nr_pages pages.
+ * @nr_pages: how many.
+ * @regs: its registrations (struct rpage_pool_reg), one per device.
+ */
+struct rpage_pool {
+	struct list_head entry;
+	struct list_head file_entry;
+	u64 id;
+	u64 length;
+	u32 flags;
+	u32 kind;
+	struct rpage_file *owner;
+	pid_t owner_pid;
+	struct page **pages;
+	unsigned long nr_pages;
+	struct list_head regs;
+};
+
+/* Protects rpage_pools and their registrations; see the top of the file. */
+DEFINE_MUTEX(rpage_pools_lock);
+static LIST_HEAD(rpage_pools);
+
+/**
+ * struct rpage_ctl_wait - a control work request waited for
+ * @cqe: completion entry.
+ * @done: completed by the completion handler.
+ * @status: the work completion status.
+ */
+struct rpage_ctl_wait {
+	struct ib_cqe cqe;
+	struct completion done;
+	enum ib_wc_status status;
+};
+
+static void rpage_ctl_done(struct ib_cq *cq, struct ib_wc *wc)
+{
+	struct rpage_ctl_wait *wait = container_of(wc->wr_cqe,
+						   struct rpage_ctl_wait, cqe);
+
+	wait->status = wc->status;
+	complete(&wait->done);
+}
+
+/*
+ * Posts @wr on @chan's queue pair and waits for it. A request that does
+ * not complete in time is flushed by moving the queue pair to the error
+ * state (the reader reconnects); its context is freed only once the
+ * device is done with it.
+ */
+static int rpage_ctl_post_wait(struct rpage_conn *chan, struct ib_send_wr *wr)
+{
+	struct ib_qp_attr to_error = { .qp_state = IB_QPS_ERR };
+	struct rpage_ctl_wait *wait;
+	unsigned long timeout = msecs_to_jiffies(rpage_io_timeout_ms);
+	int ret;
+
+	wait = kzalloc(sizeof(*wait), GFP_KERNEL);
+	if (!wait)
+		return -ENOMEM;
+	init_completion(&wait->done);
+	wait->cqe.done = rpage_ctl_done;
+	wr->wr_cqe = &wait->cqe;
+	wr->send_flags |= IB_SEND_SIGNALED;
+	ret = ib_post_send(chan->cm_id->qp, wr, NULL);
+	if (ret) {
+		kfree(wait);
+		return ret;
+	}
+	if (!wait_for_completion_timeout(&wait->done, timeout)) {
+		ib_modify_qp(chan->cm_id->qp, &to_error, IB_QP_STATE);
+		if (!wait_for_completion_timeout(&wait->done, timeout)) {
+			pr_err("peer %s: a control request never completed\n",
+			       chan->peer->name);
+			return -ETIMEDOUT;	/* @wait stays: the device owns it */
+		}
+		ret = -ETIMEDOUT;
+	} else if (wait->status != IB_WC_SUCCESS) {
+		ret = -EIO;
+	}
+	kfree(wait);
+	return ret;
+}
+
+static void rpage_pool_reg_free(struct rpage_pool_reg *reg)
+{
+	struct ib_device *ibdev = reg->dev->ibdev;
+	u32 i;
+
+	/* Deregistering invalidates the keys peers were given. */
+	for (i = 0; reg->mrs && i < reg->nr_mrs; i++)
+		if (reg->mrs[i])
+			ib_dereg_mr(reg->mrs[i]);
+	kvfree(reg->mrs);
+	if (reg->sgt.nents)
+		ib_dma_unmap_sg(ibdev, reg->sgt.sgl, reg->sgt.orig_nents,
+				DMA_BIDIRECTIONAL);
+	sg_free_table(&reg->sgt);
+	rpage_ibdev_unuse(reg->dev);
+	kfree(reg);
+}
+
+static int rpage_pool_reg_map(struct rpage_pool *pool,
+			      struct rpage_pool_reg *reg,
+			      struct rpage_conn *chan)
+{
+	struct ib_device *ibdev = reg->dev->ibdev;
+	unsigned long mr_pages, left;
+	struct scatterlist *sg;
+	unsigned long i;
+	int nents, ret;
+
+	ret = sg_alloc_table(&reg->sgt, pool->nr_pages, GFP_KERNEL);
+	if (ret)
+		return ret;
+	for_each_sg(reg->sgt.sgl, sg, pool->nr_pages, i)
+		sg_set_page(sg, pool->pages[i], PAGE_SIZE, 0);
+	nents = ib_dma_map_sg(ibdev, reg->sgt.sgl, pool->nr_pages,
+			      DMA_BIDIRECTIONAL);
+	if (!nents)
+		return -ENOMEM;
+	reg->sgt.nents = nents;
+	/* Regions of whole pages at fixed offsets need unmerged entries. */
+	if (nents != pool->nr_pages) {
+		pr_warn("pool %llu: %s merged its DMA segments; not supported\n",
+			pool->id, dev_name(&ibdev->dev));
+		return -EOPNOTSUPP;
+	}
+
+	mr_pages = min_t(unsigned long, RPAGE_MR_MAX_PAGES,
+			 ibdev->attrs.max_fast_reg_page_list_len);
+	if (!mr_pages)
+		return -EOPNOTSUPP;
+	reg->mr_bytes = (u64)mr_pages << PAGE_SHIFT;
+	reg->nr_mrs = DIV_ROUND_UP(pool->nr_pages, mr_pages);
+	reg->mrs = kvcalloc(reg->nr_mrs, sizeof(*reg->mrs), GFP_KERNEL);
+	if (!reg->mrs)
+		return -ENOMEM;
+
+	sg = reg->sgt.sgl;
+	left = pool->nr_pages;
+	for (i = 0; i < reg->nr_mrs; i++) {
+		unsigned long n = min(left, mr_pages), j;
+		struct ib_reg_wr wr = {};
+		struct ib_mr *mr;
+
+		mr = ib_alloc_mr(reg->dev->pd, IB_MR_TYPE_MEM_REG, mr_pages);
+		if (IS_ERR(mr))
+			return PTR_ERR(mr);
+		reg->mrs[i] = mr;
+		if (ib_map_mr_sg(mr, sg, n, NULL, PAGE_SIZE) != n)
+			return -EINVAL;
+		ib_update_fast_reg_key(mr, ib_inc_rkey(mr->rkey));
+		wr.wr.opcode = IB_WR_REG_MR;
+		wr.mr = mr;
+		wr.key = mr->rkey;
+		wr.access = IB_ACCESS_LOCAL_WRITE | IB_ACCESS_REMOTE_READ;
+		if (pool->flags & RPAGE_POOL_WRITABLE)
+			wr.access |= IB_ACCESS_REMOTE_WRITE;
+		ret = rpage_ctl_post_wait(chan, &wr.wr);
+		if (ret)
+			return ret;
+		for (j = 0; j < n; j++)
+			sg = sg_next(sg);
+		left -= n;
+	}
+	return 0;
+}
+
+/* The pool's registration on @chan's device, made now if need be. */
+static struct rpage_pool_reg *rpage_pool_reg_get(struct rpage_pool *pool,
+						 struct rpage_conn *chan)
+{
+	struct rpage_pool_reg *reg;
+	int ret;
+
+	list_for_each_entry(reg, &pool->regs, entry)
+		if (reg->dev == chan->dev)
+			return reg;
+
+	reg = kzalloc(sizeof(*reg), GFP_KERNEL);
+	if (!reg)
+		return ERR_PTR(-ENOMEM);
+	kref_get(&chan->dev->ref);
+	atomic_inc(&chan->dev->users);
+	reg->dev = chan->dev;
+	ret = rpage_pool_reg_map(pool, reg, chan);
+	if (ret) {
+		rpage_pool_reg_free(reg);
+		return ERR_PTR(ret);
+	}
+	list_add_tail(&reg->entry, &pool->regs);
+	return reg;
+}
+
+/* Sends one control message of @len bytes from @msg on @chan. */
+static int rpage_ctl_send(struct rpage_conn *chan, void *msg, u32 len)
+{
+	struct ib_device *ibdev = chan->dev->ibdev;
+	struct ib_send_wr wr = {};
+	struct ib_sge sge;
+	u64 dma;
+	int ret;
+
+	dma = ib_dma_map_single(ibdev, msg, len, DMA_TO_DEVICE);
+	if (ib_dma_mapping_error(ibdev, dma))
+		return -ENOMEM;
+	sge.addr = dma;
+	sge.length = len;
+	sge.lkey = chan->dev->pd->local_dma_lkey;
+	wr.opcode = IB_WR_SEND;
+	wr.sg_list = &sge;
+	wr.num_sge = 1;
+	ret = rpage_ctl_post_wait(chan, &wr);
+	/* After a request that never completed the device may still read. */
+	if (ret != -ETIMEDOUT)
+		ib_dma_unmap_single(ibdev, dma, len, DMA_TO_DEVICE);
+	return ret;
+}
+
+static void rpage_pool_announce(struct rpage_pool *pool, struct rpage_conn *chan)
+{
+	struct rpage_msg_pool_add *msg;
+	struct rpage_pool_reg *reg;
+	u32 first, count, i;
+	int ret = 0;
+
+	reg = rpage_pool_reg_get(pool, chan);
+	if (IS_ERR(reg)) {
+		ret = PTR_ERR(reg);
+		goto out;
+	}
+	msg = kzalloc(RPAGE_MSG_MAX, GFP_KERNEL);
+	if (!msg) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	for (first = 0; first < reg->nr_mrs && !ret; first += count) {
+		u32 len;
+
+		count = min_t(u32, reg->nr_mrs - first, RPAGE_MSG_MRS_PER_ADD);
+		len = sizeof(*msg) + count * sizeof(msg->mrs[0]);
+		memset(msg, 0, RPAGE_MSG_MAX);
+		msg->hdr.type = cpu_to_le16(RPAGE_MSG_POOL_ADD);
+		msg->hdr.length = cpu_to_le32(len);
+		msg->pool_id = cpu_to_le64(pool->id);
+		msg->length = cpu_to_le64(pool->length);
+		msg->mr_bytes = cpu_to_le64(reg->mr_bytes);
+		msg->flags = cpu_to_le32(pool->flags);
+		msg->nr_mrs = cpu_to_le32(reg->nr_mrs);
+		msg->first_mr = cpu_to_le32(first);
+		msg->count = cpu_to_le32(count);
+		for (i = 0; i < count; i++) {
+			msg->mrs[i].iova = cpu_to_le64(reg->mrs[first + i]->iova);
+			msg->mrs[i].rkey = cpu_to_le32(reg->mrs[first + i]->rkey);
+		}
+		ret = rpage_ctl_send(chan, msg, len);
+		if (ret == -ETIMEDOUT)
+			msg = NULL;	/* the device may still read it */
+	}
+	kfree(msg);
+out:
+	if (ret)
+		pr_warn("pool %llu: not announced to peer %s: %d\n", pool->id,
+			chan->peer->name, ret);
+}
+
+static void rpage_pool_withdraw(struct rpage_pool *pool, struct rpage_conn *chan)
+{
+	struct rpage_msg_pool_del *msg;
+	int ret;
+
+	msg = kzalloc(sizeof(*msg), GFP_KERNEL);
+	if (!msg)
+		return;
+	msg->hdr.type = cpu_to_le16(RPAGE_MSG_POOL_DEL);
+	msg->hdr.length = cpu_to_le32(sizeof(*msg));
+	msg->pool_id = cpu_to_le64(pool->id);
+	ret = rpage_ctl_send(chan, msg, sizeof(*msg));
+	if (ret != -ETIMEDOUT)
+		kfree(msg);
+	/* The keys are invalidated next either way: the reader cannot use them. */
+	if (ret)
+		pr_warn("pool %llu: withdrawal from peer %s not confirmed: %d\n",
+			pool->id, chan->peer->name, ret);
+}
+
+/* A reader's channel came up: send it every pool it has not seen. */
+static void rpage_pools_sync_work_fn(struct work_struct *work)
+{
+	struct rpage_conn **chans;
+	struct rpage_pool *pool;
+	unsigned int n, i;
+
+	mutex_lock(&rpage_pools_lock);
+	chans = rpage_channels_collect(&n);
+	for (i = 0; i < n; i++) {
+		if (chans[i]->synced)
+			continue;
+		chans[i]->synced = true;
+		list_for_each_entry(pool, &rpage_pools, entry)
+			rpage_pool_announce(pool, chans[i]);
+	}
+	mutex_unlock(&rpage_pools_lock);
+	kfree(chans);
+}
+
+static DECLARE_WORK(rpage_pools_sync_work, rpage_pools_sync_work_fn);
+
+void rpage_pools_channel_up(void)
+{
+	queue_work(rpage_wq, &rpage_pools_sync_work);
+}
+
+/*
+ * Waits until no pool operation uses a reader's queue pair: called
+ * after a connection is claimed for teardown and before it goes.
+ */
+void rpage_pools_barrier(void)
+{
+	mutex_lock(&rpage_pools_lock);
+	mutex_unlock(&rpage_pools_lock);
+}
+
+static void rpage_pool_free_memory(struct rpage_pool *pool)
+{
+	unsigned long i;
+
+	if (pool->kind == RPAGE_POOL_USER) {
+		unpin_user_pages_dirty_lock(pool->pages, pool->nr_pages,
+					    pool->flags & RPAGE_POOL_WRITABLE);
+	} else {
+		for (i = 0; i < pool->nr_pages; i++)
+			if (pool->pages[i])
+				__free_page(pool->pages[i]);
+	}
+	kvfree(pool->pages);
+	kfree(pool);
+}
+
+/* Unlinks, withdraws and frees @pool; the caller holds the lock. */
+static void rpage_pool_destroy(struct rpage_pool *pool)
+{
+	struct rpage_pool_reg *reg, *tmp;
+	struct rpage_conn **chans;
+	unsigned int n, i;
+
+	lockdep_assert_held(&rpage_pools_lock);
+	list_del(&pool->entry);
+	if (pool->owner)
+		list_del(&pool->file_entry);
+	chans = rpage_channels_collect(&n);
+	for (i = 0; i < n; i++)
+		rpage_pool_withdraw(pool, chans[i]);
+	kfree(chans);
+	list_for_each_entry_safe(reg, tmp, &pool->regs, entry) {
+		list_del(&reg->entry);
+		rpage_pool_reg_free(reg);
+	}
+	pr_info("pool %llu destroyed\n", pool->id);
+	rpage_pool_free_memory(pool);
+}
+
+static struct rpage_pool *rpage_pool_find(u64 id)
+{
+	struct rpage_pool *pool;
+
+	list_for_each_entry(pool, &rpage_pools, entry)
+		if (pool->id == id)
+			return pool;
+	return NULL;
+}
+
+static int rpage_pool_check(u64 id, u64 length, u32 flags)
+{
+	if (!id || !length || !PAGE_ALIGNED(length) ||
+	    length > (u64)rpage_max_pool_mb << 20 ||
+	    (flags & ~RPAGE_POOL_FLAGS_ALL))
+		return -EINVAL;
+	return 0;
+}
+
+static struct rpage_pool *rpage_pool_alloc(u64 id, u64 length, u32 flags,
+					   u32 kind)
+{
+	struct rpage_pool *pool;
+
+	pool = kzalloc(sizeof(*pool), GFP_KERNEL);
+	if (!pool)
+		return NULL;
+	pool->nr_pages = length >> PAGE_SHIFT;
+	pool->pages = kvcalloc(pool->nr_pages, sizeof(*pool->pages),
+			       GFP_KERNEL);
+	if (!pool->pages) {
+		kfree(pool);
+		return NULL;
+	}
+	pool->id = id;
+	pool->length = length;
+	pool->flags = flags;
+	pool->kind = kind;
+	INIT_LIST_HEAD(&pool->regs);
+	INIT_LIST_HEAD(&pool->file_entry);
+	return pool;
+}
+
+/* Publishes a filled pool: to the list, then to every reader. */
+static int rpage_pool_publish(struct rpage_pool *pool, struct rpage_file *owner)
+{
+	struct rpage_conn **chans;
+	unsigned int n, i;
+
+	mutex_lock(&rpage_pools_lock);
+	if (rpage_pool_find(pool->id)) {
+		mutex_unlock(&rpage_pools_lock);
+		return -EEXIST;
+	}
+	list_add_tail(&pool->entry, &rpage_pools);
+	if (owner) {
+		pool->owner = owner;
+		list_add_tail(&pool->file_entry, &owner->pools);
+	}
+	chans = rpage_channels_collect(&n);
+	for (i = 0; i < n; i++)
+		rpage_pool_announce(pool, chans[i]);
+	mutex_unlock(&rpage_pools_lock);
+	kfree(chans);
+	pr_info("pool %llu: %llu bytes%s, %s\n", pool->id, pool->length,
+		pool->flags & RPAGE_POOL_WRITABLE ? ", writable" : "",
+		pool->kind == RPAGE_POOL_USER ? "exported by a process" : "allocated");
+	return 0;
+}
+
+long rpage_ioctl_pool_create(struct rpage_file *rfile, void __user *argp)
+{
+	struct rpage_pool_create arg;
+	struct rpage_pool *pool;
+	unsigned long i;
+	int ret;
+
+	if (copy_from_user(&arg, argp, sizeof(arg)))
+		return -EFAULT;
+	if (arg.reserved0 || memchr_inv(arg.reserved, 0, sizeof(arg.reserved)))
+		return -EINVAL;
+	ret = rpage_pool_check(arg.id, arg.length, arg.flags);
+	if (ret)
+		return ret;
+
+	pool = rpage_pool_alloc(arg.id, arg.length, arg.flags, RPAGE_POOL_KERNEL);
+	if (!pool)
+		return -ENOMEM;
+	for (i = 0; i < pool->nr_pages; i++) {
+		pool->pages[i] = alloc_page(GFP_KERNEL | __GFP_ZERO |
+					    __GFP_NOWARN | __GFP_RETRY_MAYFAIL);
+		if (!pool->pages[i]) {
+			rpage_pool_free_memory(pool);
+			return -ENOMEM;
+		}
+		if (fatal_signal_pending(current)) {
+			rpage_pool_free_memory(pool);
+			return -EINTR;
+		}
+		cond_resched();
+	}
+	ret = rpage_pool_publish(pool, NULL);
+	if (ret)
+		rpage_pool_free_memory(pool);
+	return ret;
+}
+
+/* Pins @nr pages at @start for as long as they are exported. */
+static int rpage_pool_pin(struct rpage_pool *pool, unsigned long start)
+{
+	unsigned int gup = FOLL_LONGTERM | FOLL_WRITE;
+	unsigned long done = 0;
+	long got;
+
+retry:
+	while (done < pool->nr_pages) {
+		got = pin_user_pages_fast(start + (done << PAGE_SHIFT),
+					  min_t(unsigned long,
+						pool->nr_pages - done, INT_MAX),
+					  gup, pool->pages + done);
+		if (got <= 0)
+			break;
+		done += got;
+	}
+	if (done == pool->nr_pages)
+		return 0;
+	unpin_user_pages(pool->pages, done);
+	memset(pool->pages, 0, done * sizeof(*pool->pages));
+	/*
+	 * Pinning for write breaks copy-on-write, so that the pool is the
+	 * process's memory; read-only memory can only be exported read-only.
+	 */
+	if ((gup & FOLL_WRITE) && !(pool->flags & RPAGE_POOL_WRITABLE)) {
+		gup &= ~FOLL_WRITE;
+		done = 0;
+		goto retry;
+	}
+	return -EFAULT;
+}
+
+long rpage_ioctl_pool_export(struct rpage_file *rfile, void __user *argp)
+{
+	struct rpage_pool_export arg;
+	struct rpage_pool *pool;
+	int ret;
+
+	if (copy_from_user(&arg, argp, sizeof(arg)))
+		return -EFAULT;
+	if (arg.reserved0 || memchr_inv(arg.reserved, 0, sizeof(arg.reserved)))
+		return -EINVAL;
+	ret = rpage_pool_check(arg.id, arg.length, arg.flags);
+	if (ret)
+		return ret;
+	if (!PAGE_ALIGNED(arg.addr) || arg.addr + arg.length < arg.addr)
+		return -EINVAL;
+
+	pool = rpage_pool_alloc(arg.id, arg.length, arg.flags, RPAGE_POOL_USER);
+	if (!pool)
+		return -ENOMEM;
+	ret = rpage_pool_pin(pool, arg.addr);
+	if (ret) {
+		kvfree(pool->pages);
+		kfree(pool);
+		return ret;
+	}
+	pool->owner_pid = task_tgid_nr(current);
+	ret = rpage_pool_publish(pool, rfile);
+	if (ret)
+		rpage_pool_free_memory(pool);
+	return ret;
+}
+
+long rpage_ioctl_pool_destroy(struct rpage_file *rfile, void __user *argp)
+{
+	struct rpage_pool_destroy arg;
+	struct rpage_pool *pool;
+	int ret = 0;
+
+	if (copy_from_user(&arg, argp, sizeof(arg)))
+		return -EFAULT;
+	if (memchr_inv(arg.reserved, 0, sizeof(arg.reserved)))
+		return -EINVAL;
+
+	mutex_lock(&rpage_pools_lock);
+	pool = rpage_pool_find(arg.id);
+	if (!pool)
+		ret = -ENOENT;
+	else if (pool->owner && pool->owner != rfile)
+		ret = -EPERM;
+	else
+		rpage_pool_destroy(pool);
+	mutex_unlock(&rpage_pools_lock);
+	return ret;
+}
+
+static u32 rpage_pools_fill(void *entries, u32 filled, void *ctx)
+{
+	struct rpage_pool_info *infos = entries;
+	struct rpage_pool *pool;
+	u32 count = 0;
+
+	list_for_each_entry(pool, &rpage_pools, entry) {
+		if (count < filled) {
+			infos[count].id = pool->id;
+			infos[count].length = pool->length;
+			infos[count].flags = pool->flags;
+			infos[count].kind = pool->kind;
+			infos[count].owner_pid = pool->owner_pid;
+		}
+		count++;
+	}
+	return count;
+}
+
+long rpage_ioctl_pool_list(struct rpage_file *rfile, void __user *argp)
+{
+	return rpage_list_answer(argp, sizeof(struct rpage_pool_info),
+				 &rpage_pools_lock, rpage_pools_fill, NULL);
+}
+
+/* The file a process exported pools through is closing. */
+void rpage_pools_file_release(struct rpage_file *rfile)
+{
+	struct rpage_pool *pool, *tmp;
+
+	mutex_lock(&rpage_pools_lock);
+	list_for_each_entry_safe(pool, tmp, &rfile->pools, file_entry)
+		rpage_pool_destroy(pool);
+	mutex_unlock(&rpage_pools_lock);
+}
+
+/* @dev is going away: its registrations go first. */
+void rpage_pools_device_removed(struct rpage_ibdev *dev)
+{
+	struct rpage_pool_reg *reg, *tmp;
+	struct rpage_pool *pool;
+
+	mutex_lock(&rpage_pools_lock);
+	list_for_each_entry(pool, &rpage_pools, entry) {
+		list_for_each_entry_safe(reg, tmp, &pool->regs, entry) {
+			if (reg->dev != dev)
+				continue;
+			list_del(&reg->entry);
+			rpage_pool_reg_free(reg);
+		}
+	}
+	mutex_unlock(&rpage_pools_lock);
+}
+
+/* Module unload: every file is closed, so only kernel pools are left. */
+void rpage_pools_exit(void)
+{
+	struct rpage_pool *pool, *tmp;
+
+	cancel_work_sync(&rpage_pools_sync_work);
+	mutex_lock(&rpage_pools_lock);
+	list_for_each_entry_safe(pool, tmp, &rpage_pools, entry)
+		rpage_pool_destroy(pool);
+	mutex_unlock(&rpage_pools_lock);
+}

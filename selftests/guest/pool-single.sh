@@ -1,0 +1,171 @@
+# SPDX-License-Identifier: GPL-2.0
+#
+# Pools and remote reads and writes in one guest: the host reads its own
+# pools through the peer "self" over rxe loopback.
+. "$RPAGE_REPO/selftests/guest/lib.sh"
+
+PATTERN=$SELFTESTS/rpage_pattern
+SELF=$RPAGE_IP
+
+remote_pool_listed() {
+	"$RPAGECTL" -j pool show remote |
+		jq -e --arg p "$1" --argjson id "$2" 'any(.[]; .peer == $p and .id == $id)'
+}
+
+local_pool_listed() {
+	"$RPAGECTL" -j pool show | jq -e --argjson id "$1" 'any(.[]; .id == $id)'
+}
+
+test_setup() {
+	modprobe ib_core && modprobe rdma_cm || return
+	insmod "$RPAGE_KO" qps_per_peer=2 io_timeout_ms=5000 || fail "insmod" || return
+	"$RPAGECTL" endpoint add "$SELF" || return
+	"$RPAGECTL" peer add self addr "$SELF" || return
+	wait_until 60 peer_is self connected || fail "self not connected" || return
+	"$RPAGECTL" pool create 1 size 64M || fail "pool create 1" || return
+	"$RPAGECTL" pool create 2 size 8M writable || fail "pool create 2" || return
+	wait_until 30 remote_pool_listed self 1 || fail "pool 1 not announced" || return
+	wait_until 30 remote_pool_listed self 2 || fail "pool 2 not announced" || return
+	"$RPAGECTL" pool show
+	"$RPAGECTL" pool show remote
+}
+
+test_kernel_pool_reads_zeros() {
+	"$RPAGECTL" read self 1 0 64M file /tmp/p1 || fail "rpagectl read" || return
+	head -c 64M /dev/zero | cmp - /tmp/p1 || fail "pool 1 is not all zeros"
+	rm -f /tmp/p1
+}
+
+test_rpagectl_write_read_back() {
+	head -c 8M /dev/urandom > /tmp/in || return
+	"$RPAGECTL" write self 2 0 8M file /tmp/in || fail "rpagectl write" || return
+	"$RPAGECTL" read self 2 0 8M file /tmp/out || fail "rpagectl read" || return
+	cmp /tmp/in /tmp/out || fail "read back differs from what was written"
+	rm -f /tmp/in /tmp/out
+}
+
+test_librpage_vectors_pattern() {
+	"$PATTERN" write self 2 0 8M --seed 7 || return
+	"$PATTERN" read self 2 0 8M --seed 7 || return
+	# Many small vectors, and one range at an odd page offset.
+	"$PATTERN" read self 2 4K 4M --seed 7 --batch 1
+}
+
+test_stats_count_reads() {
+	local before after
+	before=$("$RPAGECTL" -j stat peer self | jq '.peers[0].reads')
+	"$PATTERN" read self 2 0 1M --seed 7 || return
+	"$RPAGECTL" stat
+	after=$("$RPAGECTL" -j stat peer self | jq '.peers[0].reads')
+	expect_eq "$((after - before))" 256 "pages counted for a 1 MiB read" || return
+	"$RPAGECTL" -j stat peer self |
+		jq -e '.peers[0].latency.p50_ns > 0 and .peers[0].latency.p99_ns >= .peers[0].latency.p50_ns and (.peers[0].latency.histogram | length) > 0' ||
+		fail "no latency histogram" || return
+	"$RPAGECTL" -j stat device rxe0 | jq -e '.devices[0].reads >= 256 and .devices[0].connects >= 2' ||
+		fail "device counters"
+}
+
+test_user_pool_export() {
+	rm -f /tmp/ready3 /tmp/until3 /tmp/export3.out
+	"$PATTERN" export 3 16M --writable --ready /tmp/ready3 --until /tmp/until3 \
+		--expect 9 4M 1M > /tmp/export3.out 2>&1 &
+	local pid=$!
+	wait_until 30 test -e /tmp/ready3 || fail "exporter not ready" || return
+	wait_until 30 remote_pool_listed self 3 || fail "pool 3 not announced" || return
+	"$PATTERN" read self 3 0 16M || fail "reading the exported pool" || return
+	"$PATTERN" write self 3 4M 1M --seed 9 || fail "writing the exported pool" || return
+	touch /tmp/until3
+	wait "$pid" || { cat /tmp/export3.out; fail "exporter failed"; return; }
+	cat /tmp/export3.out
+	grep -q verified /tmp/export3.out || fail "the exporting process did not see the write" || return
+	# Its pool went with its file.
+	wait_until 10 sh -c "! '$RPAGECTL' -j pool show | jq -e 'any(.[]; .id == 3)'" ||
+		fail "pool 3 still listed after its process exited" || return
+	wait_until 30 sh -c "! '$RPAGECTL' -j pool show remote | jq -e 'any(.[]; .id == 3)'" ||
+		fail "pool 3 still announced after its process exited"
+}
+
+test_exporter_killed() {
+	rm -f /tmp/ready4 /tmp/until4
+	"$PATTERN" export 4 4M --ready /tmp/ready4 --until /tmp/until4 > /dev/null 2>&1 &
+	local pid=$!
+	wait_until 30 test -e /tmp/ready4 || fail "exporter not ready" || return
+	kill -9 "$pid"
+	wait "$pid" 2>/dev/null
+	wait_until 10 sh -c "! '$RPAGECTL' -j pool show | jq -e 'any(.[]; .id == 4)'" ||
+		fail "pool 4 outlived its killed process"
+}
+
+test_destroy_while_reading() {
+	local pid rc
+	( for _ in 1 2 3 4 5 6 7 8; do "$PATTERN" read self 1 0 64M > /dev/null 2>&1; done ) &
+	pid=$!
+	sleep 1
+	"$RPAGECTL" pool destroy 1 || fail "pool destroy" || return
+	wait "$pid"
+	rc=$?
+	echo "readers ended ($rc)"
+	! local_pool_listed 1 || fail "pool 1 still listed" || return
+	wait_until 30 sh -c "! '$RPAGECTL' -j pool show remote | jq -e 'any(.[]; .id == 1)'" ||
+		fail "pool 1 still announced" || return
+	# The peer may have reconnected after a failed read; it must come back.
+	wait_until 60 peer_is self connected || fail "self did not recover"
+}
+
+test_peer_del_during_reads() {
+	local pid rc start
+	# The loop ends (status 0) at the first read that fails.
+	( for _ in $(seq 40); do
+		"$PATTERN" read self 2 0 8M --seed 7 > /dev/null 2>&1 || exit 0
+	  done; exit 1 ) &
+	pid=$!
+	sleep 1
+	start=$(date +%s)
+	"$RPAGECTL" peer del self || fail "peer del with reads in flight" || return
+	wait "$pid"
+	rc=$?
+	echo "peer deleted in $(( $(date +%s) - start ))s; readers ended ($rc)"
+	expect_eq "$rc" 0 "a read failed once the peer was gone" || return
+	"$RPAGECTL" peer add self addr "$SELF" || return
+	wait_until 60 peer_is self connected || fail "self not back" || return
+	wait_until 30 remote_pool_listed self 2 || fail "pool 2 not announced again" || return
+	"$PATTERN" read self 2 0 8M --seed 7
+}
+
+test_reads_fail_cleanly_when_peer_deleted() {
+	"$RPAGECTL" read self 2 0 4K file /dev/null || fail "read before delete" || return
+	"$RPAGECTL" peer del self || fail "peer del" || return
+	local out
+	out=$("$RPAGECTL" read self 2 0 4K file /dev/null 2>&1)
+	[ $? -eq 1 ] || fail "read of a deleted peer: want exit 1 ($out)" || return
+	echo "$out"
+	"$RPAGECTL" peer add self addr "$SELF" || return
+	wait_until 60 peer_is self connected || fail "self not back"
+}
+
+test_unload_with_pools() {
+	rpage_unload || fail "rmmod with pools and a connected peer" || return
+	expect_eq "$(rdma resource show rxe0 | sed 's/^[0-9]*: rxe0: //')" "$RXE_BARE" "rxe0 resources after unload"
+}
+
+rxe_up
+RXE_BARE=$(rdma resource show rxe0 | sed 's/^[0-9]*: rxe0: //')
+
+tap_begin pool-single
+run_test pools_created_and_announced test_setup
+run_test kernel_pool_reads_as_zeros test_kernel_pool_reads_zeros
+run_test rpagectl_write_then_read_back test_rpagectl_write_read_back
+run_test librpage_vectors_carry_the_pattern test_librpage_vectors_pattern
+run_test stats_count_reads_with_a_latency_histogram test_stats_count_reads
+run_test process_export_read_and_written test_user_pool_export
+run_test killed_exporter_takes_its_pool_along test_exporter_killed
+tap_end
+
+RPAGE_TEST_PEER=self run_kselftest pool "$SELFTESTS/rpage_pool_test"
+
+tap_begin pool-teardown
+run_test pool_destroyed_while_being_read test_destroy_while_reading
+run_test peer_deleted_while_reads_in_flight test_peer_del_during_reads
+run_test reads_fail_cleanly_once_peer_deleted test_reads_fail_cleanly_when_peer_deleted
+run_test unload_with_pools_and_peer test_unload_with_pools
+tap_end
