@@ -251,7 +251,7 @@ static int rpage_conn_post_recv(struct rpage_recv *recv)
 	return ret;
 }
 
-static void rpage_conn_free_recvs(struct rpage_conn *conn)
+void rpage_conn_free_recvs(struct rpage_conn *conn)
 {
 	struct ib_device *ibdev = conn->dev->ibdev;
 	unsigned int i;
@@ -272,8 +272,11 @@ static void rpage_conn_free_recvs(struct rpage_conn *conn)
 	conn->recvs = NULL;
 }
 
-/* The reader's first queue pair receives the exporter's pool table. */
-static int rpage_conn_setup_recvs(struct rpage_conn *conn)
+/*
+ * The first queue pair a reader opens carries control messages both
+ * ways: the pool table to the reader, acknowledgments back.
+ */
+int rpage_conn_setup_recvs(struct rpage_conn *conn)
 {
 	struct ib_device *ibdev = conn->dev->ibdev;
 	unsigned int i;
@@ -525,6 +528,12 @@ static int rpage_conn_connect(struct rpage_conn *conn)
 	return conn->error;
 }
 
+static void rpage_rpool_free(struct rpage_rpool *rpool)
+{
+	kvfree(rpool->mrs);
+	kfree(rpool);
+}
+
 static void rpage_peer_clear_rpools(struct rpage_peer *peer)
 {
 	struct rpage_rpool *rpool, *tmp;
@@ -533,10 +542,8 @@ static void rpage_peer_clear_rpools(struct rpage_peer *peer)
 	spin_lock(&peer->rpools_lock);
 	list_splice_init(&peer->rpools, &gone);
 	spin_unlock(&peer->rpools_lock);
-	list_for_each_entry_safe(rpool, tmp, &gone, entry) {
-		kvfree(rpool->mrs);
-		kfree(rpool);
-	}
+	list_for_each_entry_safe(rpool, tmp, &gone, entry)
+		rpage_rpool_free(rpool);
 }
 
 /*
@@ -729,42 +736,196 @@ static int rpage_peer_pool_add(struct rpage_peer *peer,
 	return 0;
 }
 
+/**
+ * struct rpage_ack_work - acknowledges a withdrawn pool to its exporter
+ * @work: runs rpage_ack_work_fn().
+ * @peer: the exporter; a reference is held.
+ * @pool_id: the pool.
+ */
+struct rpage_ack_work {
+	struct work_struct work;
+	struct rpage_peer *peer;
+	u64 pool_id;
+};
+
+/**
+ * struct rpage_ack_send - an acknowledgment on its way
+ * @cqe: completion entry.
+ * @msg: the message.
+ * @done: set by the completion, whatever its status.
+ */
+struct rpage_ack_send {
+	struct ib_cqe cqe;
+	struct rpage_msg_pool_del_ack msg;
+	bool done;
+};
+
+static void rpage_ack_send_done(struct ib_cq *cq, struct ib_wc *wc)
+{
+	struct rpage_ack_send *ack = container_of(wc->wr_cqe,
+						  struct rpage_ack_send, cqe);
+
+	WRITE_ONCE(ack->done, true);
+}
+
+/*
+ * Sends the acknowledgment on the first outbound queue pair, whose
+ * send completions nobody reaps but their poster: poll for it here.
+ */
+static void rpage_ack_work_fn(struct work_struct *work)
+{
+	struct rpage_ack_work *aw = container_of(work, struct rpage_ack_work, work);
+	struct rpage_peer *peer = aw->peer;
+	struct rpage_conn *conn = &peer->conns[0];
+	struct ib_qp_attr to_error = { .qp_state = IB_QPS_ERR };
+	struct ib_send_wr wr = {};
+	struct rpage_ack_send *ack;
+	unsigned long deadline;
+	struct ib_sge sge;
+	bool flushing = false;
+	u64 dma = 0;
+
+	ack = kzalloc(sizeof(*ack), GFP_KERNEL);
+	down_read(&peer->io_rwsem);
+	if (!ack || READ_ONCE(peer->state) != RPAGE_PEER_STATE_CONNECTED ||
+	    !conn->cm_id || atomic_dec_if_positive(&conn->sq_free) < 0)
+		goto out;
+	ack->msg.hdr.type = cpu_to_le16(RPAGE_MSG_POOL_DEL_ACK);
+	ack->msg.hdr.length = cpu_to_le32(sizeof(ack->msg));
+	ack->msg.pool_id = cpu_to_le64(aw->pool_id);
+	ack->cqe.done = rpage_ack_send_done;
+	dma = ib_dma_map_single(conn->dev->ibdev, &ack->msg, sizeof(ack->msg),
+				DMA_TO_DEVICE);
+	if (ib_dma_mapping_error(conn->dev->ibdev, dma)) {
+		dma = 0;
+		atomic_inc(&conn->sq_free);
+		goto out;
+	}
+	sge.addr = dma;
+	sge.length = sizeof(ack->msg);
+	sge.lkey = conn->dev->pd->local_dma_lkey;
+	wr.wr_cqe = &ack->cqe;
+	wr.opcode = IB_WR_SEND;
+	wr.sg_list = &sge;
+	wr.num_sge = 1;
+	wr.send_flags = IB_SEND_SIGNALED;
+	if (ib_post_send(conn->cm_id->qp, &wr, NULL)) {
+		atomic_inc(&conn->sq_free);
+		goto out;
+	}
+	deadline = jiffies + msecs_to_jiffies(rpage_io_timeout_ms);
+	while (!READ_ONCE(ack->done)) {
+		if (ib_process_cq_direct(conn->cq, 16) > 0)
+			continue;
+		usleep_range(20, 100);
+		if (!time_after(jiffies, deadline))
+			continue;
+		if (flushing) {
+			/* The device never let go of it: leave it be. */
+			up_read(&peer->io_rwsem);
+			goto leak;
+		}
+		flushing = true;
+		ib_modify_qp(conn->cm_id->qp, &to_error, IB_QP_STATE);
+		deadline = jiffies + msecs_to_jiffies(rpage_io_timeout_ms);
+	}
+	atomic_inc(&conn->sq_free);
+out:
+	if (dma)
+		ib_dma_unmap_single(conn->dev->ibdev, dma, sizeof(ack->msg),
+				    DMA_TO_DEVICE);
+	up_read(&peer->io_rwsem);
+	kfree(ack);
+leak:
+	if (flushing)
+		rpage_peer_io_failed(peer);
+	rpage_peer_put(peer);
+	kfree(aw);
+}
+
+static void rpage_peer_ack_pool(struct rpage_peer *peer, u64 pool_id)
+{
+	struct rpage_ack_work *aw;
+
+	aw = kzalloc(sizeof(*aw), GFP_KERNEL);
+	if (!aw)
+		return;		/* the exporter stops waiting after a timeout */
+	kref_get(&peer->ref);
+	aw->peer = peer;
+	aw->pool_id = pool_id;
+	INIT_WORK(&aw->work, rpage_ack_work_fn);
+	queue_work(rpage_wq, &aw->work);
+}
+
+/*
+ * A read or write is done with @rpool; the last one out of a withdrawn
+ * pool acknowledges and frees it.
+ */
+void rpage_rpool_put(struct rpage_peer *peer, struct rpage_rpool *rpool)
+{
+	bool last;
+
+	spin_lock(&peer->rpools_lock);
+	last = !--rpool->inflight && rpool->withdrawn;
+	spin_unlock(&peer->rpools_lock);
+	if (last) {
+		rpage_peer_ack_pool(peer, rpool->id);
+		rpage_rpool_free(rpool);
+	}
+}
+
 static int rpage_peer_pool_del(struct rpage_peer *peer,
 			       const struct rpage_msg_pool_del *msg, u32 len)
 {
-	struct rpage_rpool *rpool, *found = NULL;
+	struct rpage_rpool *rpool, *idle = NULL;
+	u64 id = le64_to_cpu(msg->pool_id);
+	bool busy = false;
 
 	if (len != sizeof(*msg))
 		return -EPROTO;
 	spin_lock(&peer->rpools_lock);
 	list_for_each_entry(rpool, &peer->rpools, entry) {
-		if (rpool->id == le64_to_cpu(msg->pool_id)) {
+		if (rpool->id == id) {
 			list_del(&rpool->entry);
-			found = rpool;
+			rpool->withdrawn = true;
+			busy = rpool->inflight;
+			if (!busy)
+				idle = rpool;
 			break;
 		}
 	}
 	spin_unlock(&peer->rpools_lock);
-	if (found) {
-		kvfree(found->mrs);
-		kfree(found);
-	}
+	if (idle)
+		rpage_rpool_free(idle);
+	/* Otherwise the last read or write in flight acknowledges. */
+	if (!busy)
+		rpage_peer_ack_pool(peer, id);
 	return 0;
 }
 
-/* A control message from the peer: validated before anything is used. */
-static int rpage_peer_handle_msg(struct rpage_peer *peer, const void *buf,
-				 u32 len)
+/*
+ * A control message from the peer: validated before anything is used,
+ * and only in the direction it belongs to (@from_reader: it came on a
+ * queue pair the peer opened to read from us).
+ */
+static int rpage_peer_handle_msg(struct rpage_peer *peer, bool from_reader,
+				 const void *buf, u32 len)
 {
 	const struct rpage_msg_hdr *hdr = buf;
+	const struct rpage_msg_pool_del_ack *ack = buf;
 
 	if (len < sizeof(*hdr) || le32_to_cpu(hdr->length) != len)
 		return -EPROTO;
 	switch (le16_to_cpu(hdr->type)) {
 	case RPAGE_MSG_POOL_ADD:
-		return rpage_peer_pool_add(peer, buf, len);
+		return from_reader ? -EPROTO : rpage_peer_pool_add(peer, buf, len);
 	case RPAGE_MSG_POOL_DEL:
-		return rpage_peer_pool_del(peer, buf, len);
+		return from_reader ? -EPROTO : rpage_peer_pool_del(peer, buf, len);
+	case RPAGE_MSG_POOL_DEL_ACK:
+		if (!from_reader || len != sizeof(*ack))
+			return -EPROTO;
+		rpage_pools_acked(le64_to_cpu(ack->pool_id));
+		return 0;
 	default:
 		return -EPROTO;
 	}
@@ -783,7 +944,7 @@ void rpage_conn_recv_done(struct ib_cq *cq, struct ib_wc *wc)
 		return;
 	ib_dma_sync_single_for_cpu(ibdev, recv->dma, RPAGE_MSG_MAX,
 				   DMA_FROM_DEVICE);
-	ret = rpage_peer_handle_msg(conn->peer, recv->buf,
+	ret = rpage_peer_handle_msg(conn->peer, conn->inbound, recv->buf,
 				    min_t(u32, wc->byte_len, RPAGE_MSG_MAX));
 	if (ret)
 		pr_warn_ratelimited("peer %s: dropped a control message (%d bytes): %d\n",

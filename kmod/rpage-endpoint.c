@@ -121,6 +121,14 @@ static int rpage_endpoint_connect_request(struct rpage_listener *ep,
 	if (rpage_conn_create_qp(conn, cm_id))
 		goto err_conn;
 	conn->cm_id = cm_id;
+	/* The reader acknowledges withdrawn pools on its first queue pair. */
+	if (conn->index == 0 && rpage_conn_setup_recvs(conn)) {
+		rdma_destroy_qp(cm_id);
+		rpage_conn_free_recvs(conn);
+		ib_free_cq(conn->cq);
+		rpage_ibdev_unuse(conn->dev);
+		goto err_conn;
+	}
 	cm_id->context = conn;
 
 	mutex_lock(&peer->inbound_lock);
@@ -141,6 +149,7 @@ static int rpage_endpoint_connect_request(struct rpage_listener *ep,
 		mutex_unlock(&peer->inbound_lock);
 		/* The id itself goes when we return non-zero. */
 		rdma_destroy_qp(cm_id);
+		rpage_conn_free_recvs(conn);
 		ib_free_cq(conn->cq);
 		rpage_ibdev_unuse(conn->dev);
 		kfree(conn);

@@ -161,11 +161,13 @@ static int rpage_io_run(struct rpage_io_req *req, struct rpage_io_op *ops,
 }
 
 /*
- * Fills in where each page of @iov goes on the peer; fails with the
- * errno the UAPI promises for a bad pool or range.
+ * Fills in where each page of @iov goes on the peer, and holds the pool
+ * in @held; fails with the errno the UAPI promises for a bad pool or
+ * range.
  */
 static int rpage_io_resolve(struct rpage_peer *peer, const struct rpage_iovec *iov,
-			    bool write, struct rpage_io_op *ops)
+			    bool write, struct rpage_io_op *ops,
+			    struct rpage_rpool **held)
 {
 	struct rpage_rpool *rpool;
 	unsigned long i, nr = iov->length >> PAGE_SHIFT;
@@ -189,6 +191,9 @@ static int rpage_io_resolve(struct rpage_peer *peer, const struct rpage_iovec *i
 							off - mr * rpool->mr_bytes;
 				ops[i].wr.rkey = rpool->mrs[mr].rkey;
 			}
+			/* A withdrawal waits for this before it is acknowledged. */
+			rpool->inflight++;
+			*held = rpool;
 			ret = 0;
 		}
 		break;
@@ -250,6 +255,7 @@ static int rpage_io_one(struct rpage_peer *peer, const struct rpage_iovec *iov,
 			bool write)
 {
 	unsigned long nr = iov->length >> PAGE_SHIFT;
+	struct rpage_rpool *rpool = NULL;
 	struct rpage_io_req req = {};
 	struct rpage_io_op *ops;
 	struct rpage_conn *conn;
@@ -271,7 +277,7 @@ static int rpage_io_one(struct rpage_peer *peer, const struct rpage_iovec *iov,
 		ret = -EOPNOTSUPP;
 		goto out;
 	}
-	ret = rpage_io_resolve(peer, iov, write, ops);
+	ret = rpage_io_resolve(peer, iov, write, ops, &rpool);
 	if (ret)
 		goto out;
 	req.conn = conn;
@@ -284,8 +290,10 @@ static int rpage_io_one(struct rpage_peer *peer, const struct rpage_iovec *iov,
 		ret = rpage_io_run(&req, ops, nr);
 	}
 	/* Pages the device may still write to are never given back. */
-	if (ret != -EDEADLK)
+	if (ret != -EDEADLK) {
 		rpage_io_release_pages(conn->dev->ibdev, ops, nr, write);
+		rpage_rpool_put(peer, rpool);
+	}
 out:
 	up_read(&peer->io_rwsem);
 	if (ret != -EDEADLK)

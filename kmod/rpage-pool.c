@@ -7,9 +7,11 @@
  * posted on the reader's first queue pair, in regions of at most
  * max_fast_reg_page_list_len pages; then the reader is told the regions'
  * addresses and keys (RPAGE_MSG_POOL_ADD). A pool being destroyed is
- * withdrawn from every reader first (RPAGE_MSG_POOL_DEL), then its
- * regions are deregistered, which invalidates their keys, and only then
- * is its memory freed or unpinned.
+ * withdrawn from every reader first (RPAGE_MSG_POOL_DEL); each reader
+ * acknowledges once none of its reads or writes of the pool is in flight
+ * (RPAGE_MSG_POOL_DEL_ACK), or io_timeout_ms passes; then the regions
+ * are deregistered, which invalidates their keys, and only then is the
+ * memory freed or unpinned.
  *
  * All of this runs under rpage_pools_lock, which also keeps the readers'
  * queue pairs alive while it is held (rpage_pools_barrier()).
@@ -70,6 +72,40 @@ struct rpage_pool {
 	unsigned long nr_pages;
 	struct list_head regs;
 };
+
+/**
+ * struct rpage_withdrawal - a destroy waiting for the readers' acks
+ * @entry: link in rpage_withdrawals.
+ * @pool_id: the pool.
+ * @pending: readers that have not acknowledged yet.
+ * @done: completed when @pending reaches zero.
+ */
+struct rpage_withdrawal {
+	struct list_head entry;
+	u64 pool_id;
+	unsigned int pending;
+	struct completion done;
+};
+
+static LIST_HEAD(rpage_withdrawals);
+/* Protects rpage_withdrawals; taken in receive completions. */
+static DEFINE_SPINLOCK(rpage_withdrawals_lock);
+
+/* A reader is done with a withdrawn pool. */
+void rpage_pools_acked(u64 pool_id)
+{
+	struct rpage_withdrawal *w;
+
+	spin_lock_bh(&rpage_withdrawals_lock);
+	list_for_each_entry(w, &rpage_withdrawals, entry) {
+		if (w->pool_id == pool_id && w->pending) {
+			if (!--w->pending)
+				complete(&w->done);
+			break;
+		}
+	}
+	spin_unlock_bh(&rpage_withdrawals_lock);
+}
 
 /* Protects rpage_pools and their registrations; see the top of the file. */
 DEFINE_MUTEX(rpage_pools_lock);
@@ -319,14 +355,14 @@ out:
 			chan->peer->name, ret);
 }
 
-static void rpage_pool_withdraw(struct rpage_pool *pool, struct rpage_conn *chan)
+static int rpage_pool_withdraw(struct rpage_pool *pool, struct rpage_conn *chan)
 {
 	struct rpage_msg_pool_del *msg;
 	int ret;
 
 	msg = kzalloc(sizeof(*msg), GFP_KERNEL);
 	if (!msg)
-		return;
+		return -ENOMEM;
 	msg->hdr.type = cpu_to_le16(RPAGE_MSG_POOL_DEL);
 	msg->hdr.length = cpu_to_le32(sizeof(*msg));
 	msg->pool_id = cpu_to_le64(pool->id);
@@ -337,6 +373,7 @@ static void rpage_pool_withdraw(struct rpage_pool *pool, struct rpage_conn *chan
 	if (ret)
 		pr_warn("pool %llu: withdrawal from peer %s not confirmed: %d\n",
 			pool->id, chan->peer->name, ret);
+	return ret;
 }
 
 /* A reader's channel came up: send it every pool it has not seen. */
@@ -395,6 +432,7 @@ static void rpage_pool_free_memory(struct rpage_pool *pool)
 /* Unlinks, withdraws and frees @pool; the caller holds the lock. */
 static void rpage_pool_destroy(struct rpage_pool *pool)
 {
+	struct rpage_withdrawal w = { .pool_id = pool->id };
 	struct rpage_pool_reg *reg, *tmp;
 	struct rpage_conn **chans;
 	unsigned int n, i;
@@ -403,10 +441,28 @@ static void rpage_pool_destroy(struct rpage_pool *pool)
 	list_del(&pool->entry);
 	if (pool->owner)
 		list_del(&pool->file_entry);
+	init_completion(&w.done);
+	spin_lock_bh(&rpage_withdrawals_lock);
+	list_add_tail(&w.entry, &rpage_withdrawals);
+	spin_unlock_bh(&rpage_withdrawals_lock);
 	chans = rpage_channels_collect(&n);
-	for (i = 0; i < n; i++)
-		rpage_pool_withdraw(pool, chans[i]);
+	for (i = 0; i < n; i++) {
+		/* Count first: the ack may beat the send's own completion. */
+		spin_lock_bh(&rpage_withdrawals_lock);
+		w.pending++;
+		spin_unlock_bh(&rpage_withdrawals_lock);
+		if (rpage_pool_withdraw(pool, chans[i]))
+			rpage_pools_acked(pool->id);
+	}
 	kfree(chans);
+	/* Readers finish what they have in flight, then the keys go. */
+	if (n && !wait_for_completion_timeout(&w.done,
+					      msecs_to_jiffies(rpage_io_timeout_ms)))
+		pr_warn("pool %llu: not every reader acknowledged its withdrawal\n",
+			pool->id);
+	spin_lock_bh(&rpage_withdrawals_lock);
+	list_del(&w.entry);
+	spin_unlock_bh(&rpage_withdrawals_lock);
 	list_for_each_entry_safe(reg, tmp, &pool->regs, entry) {
 		list_del(&reg->entry);
 		rpage_pool_reg_free(reg);

@@ -189,6 +189,10 @@ struct rpage_recv {
  * @flags: RPAGE_POOL_*.
  * @nr_mrs: memory regions in the pool.
  * @received: how many of @mrs have arrived; usable when all have.
+ * @inflight: reads and writes using it now (under the peer's
+ *	rpools_lock).
+ * @withdrawn: the peer withdrew it; it is off the list, and the last
+ *	read or write acknowledges and frees it.
  * @mrs: where each region is: address and key.
  */
 struct rpage_rpool {
@@ -199,6 +203,8 @@ struct rpage_rpool {
 	u32 flags;
 	u32 nr_mrs;
 	u32 received;
+	u32 inflight;
+	bool withdrawn;
 	struct rpage_rmr {
 		u64 iova;
 		u32 rkey;
@@ -308,10 +314,14 @@ struct rpage_conn **rpage_channels_collect(unsigned int *nr);
 void rpage_peer_io_failed(struct rpage_peer *peer);
 long rpage_ioctl_remote_pool_list(struct rpage_file *rfile, void __user *argp);
 void rpage_conn_recv_done(struct ib_cq *cq, struct ib_wc *wc);
+int rpage_conn_setup_recvs(struct rpage_conn *conn);
+void rpage_conn_free_recvs(struct rpage_conn *conn);
+void rpage_rpool_put(struct rpage_peer *peer, struct rpage_rpool *rpool);
 
 /* rpage-pool.c */
 void rpage_pools_channel_up(void);
 void rpage_pools_barrier(void);
+void rpage_pools_acked(u64 pool_id);
 void rpage_pools_device_removed(struct rpage_ibdev *dev);
 void rpage_pools_file_release(struct rpage_file *rfile);
 void rpage_pools_exit(void);

@@ -71,11 +71,12 @@ struct rpage_reject {
 };
 
 /*
- * Control messages travel by SEND/RECV from the exporting host to the
- * reader, on the first queue pair the reader opened. They tell the
- * reader which pools it may read and with which keys. A message is at
- * most RPAGE_MSG_MAX bytes; a pool with more memory regions than fit in
- * one RPAGE_MSG_POOL_ADD is sent in several.
+ * Control messages travel by SEND/RECV on the first queue pair the
+ * reader opened. The exporting host tells the reader which pools it may
+ * read and with which keys; the reader acknowledges a withdrawn pool
+ * once nothing of it is in flight any more. A message is at most
+ * RPAGE_MSG_MAX bytes; a pool with more memory regions than fit in one
+ * RPAGE_MSG_POOL_ADD is sent in several.
  */
 #define RPAGE_MSG_MAX		4096
 
@@ -83,6 +84,7 @@ struct rpage_reject {
 enum {
 	RPAGE_MSG_POOL_ADD	= 1,
 	RPAGE_MSG_POOL_DEL	= 2,
+	RPAGE_MSG_POOL_DEL_ACK	= 3,
 };
 
 /* Pool flags on the wire: the UAPI's RPAGE_POOL_* values. */
@@ -155,6 +157,18 @@ struct rpage_msg_pool_del {
 	__le64 pool_id;
 };
 
+/**
+ * struct rpage_msg_pool_del_ack - the reader is done with a pool
+ * @hdr: type RPAGE_MSG_POOL_DEL_ACK, from the reader to the exporter.
+ * @pool_id: the pool of an RPAGE_MSG_POOL_DEL; the reader sends it once
+ *	no read or write of the pool is in flight, so the exporter can
+ *	invalidate the keys without failing any of them.
+ */
+struct rpage_msg_pool_del_ack {
+	struct rpage_msg_hdr hdr;
+	__le64 pool_id;
+};
+
 /* How many regions one RPAGE_MSG_POOL_ADD carries at most. */
 #define RPAGE_MSG_MRS_PER_ADD \
 	((RPAGE_MSG_MAX - sizeof(struct rpage_msg_pool_add)) / \
@@ -182,6 +196,7 @@ static inline void rpage_proto_build_checks(void)
 	BUILD_BUG_ON(sizeof(struct rpage_msg_mr) != 16);
 	BUILD_BUG_ON(sizeof(struct rpage_msg_pool_add) != 48);
 	BUILD_BUG_ON(sizeof(struct rpage_msg_pool_del) != 16);
+	BUILD_BUG_ON(sizeof(struct rpage_msg_pool_del_ack) != 16);
 	BUILD_BUG_ON(RPAGE_MSG_POOL_FLAGS_ALL != RPAGE_POOL_FLAGS_ALL);
 }
 #endif /* __KERNEL__ */

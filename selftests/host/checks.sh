@@ -63,4 +63,10 @@ if [ "$soname" = librpage.so.1 ]; then
 else
 	tap "not ok" "librpage SONAME is librpage.so.1 (got '$soname')"
 fi
+# dkms.conf carries the version too; it cannot read VERSION itself.
+if grep -qx "PACKAGE_VERSION=\"$(cat VERSION)\"" dkms.conf; then
+	tap ok "dkms.conf PACKAGE_VERSION matches VERSION"
+else
+	tap "not ok" "dkms.conf PACKAGE_VERSION matches VERSION ($(cat VERSION))"
+fi
 echo "1..$n"

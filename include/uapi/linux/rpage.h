@@ -301,8 +301,8 @@ struct rpage_pool_export {
  *	pool only through the file that exported it.
  * @reserved: must be zero.
  *
- * Peers are told first; their reads in flight fail, never land in freed
- * memory.
+ * Peers are told first; their reads and writes in flight finish, later
+ * ones fail with ENOENT, and none lands in freed memory.
  */
 struct rpage_pool_destroy {
 	__u64 id;
