@@ -42,7 +42,9 @@ LIB_A := $(O_USER)/librpage.a
 RPAGECTL := $(O_USER)/rpagectl
 
 LIB_SRCS := ulib/librpage.c
-CTL_SRCS := ulib/rpagectl.c ulib/rpagectl-json.c
+CTL_SRCS := ulib/rpagectl.c ulib/rpagectl-config.c ulib/rpagectl-pool.c \
+	ulib/rpagectl-stat.c ulib/rpagectl-json.c
+CTL_OBJS := $(patsubst ulib/%.c,$(O_USER)/%.o,$(CTL_SRCS))
 LIB_HDRS := ulib/librpage.h include/uapi/linux/rpage.h
 
 KSELFTEST_DIR := build/kselftest
@@ -83,7 +85,7 @@ $(LIB_SO): $(O_USER)/librpage.pic.o ulib/librpage.map
 $(LIB_A): $(O_USER)/librpage.o
 	$(AR) rcs $@ $^
 
-$(RPAGECTL): $(O_USER)/rpagectl.o $(O_USER)/rpagectl-json.o $(LIB_A)
+$(RPAGECTL): $(CTL_OBJS) $(LIB_A)
 	$(CC) $(CFLAGS) -o $@ $^
 
 $(O_USER)/librpage.pc: ulib/librpage.pc.in VERSION

@@ -6,8 +6,44 @@
 #define RPAGECTL_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+
+#include "librpage.h"
+
+/* The global options -j (--json) and -p (--pretty). */
+extern bool opt_json, opt_pretty;
+
+/* The objects' commands: @argv holds the words after the object's name. */
+int cmd_device(int argc, char **argv);
+int cmd_endpoint(int argc, char **argv);
+int cmd_peer(int argc, char **argv);
+int cmd_version(int argc, char **argv);
+int cmd_pool(int argc, char **argv);
+int cmd_read(int argc, char **argv);
+int cmd_write(int argc, char **argv);
+int cmd_stat(int argc, char **argv);
+
+/* Helpers the objects share, in rpagectl.c. */
+void __attribute__((format(printf, 1, 2))) fail(const char *fmt, ...);
+int __attribute__((format(printf, 1, 2))) usage_error(const char *fmt, ...);
+bool matches(const char *typed, const char *full);
+int open_device(struct rpage_api *api);
+int fetch_list(int fd, int (*list_fn)(int, struct rpage_list *),
+	       size_t size, void **entries);
+int fail_cmd(const char *what, const char *subject, int err,
+	     const char *words);
+int find_command(const char *typed, const char *const *cmds);
+int check_peer_name(const char *what, const char *name);
+int find_peer_id(int fd, const char *name, __u32 *id);
+int parse_pool_id(const char *what, const char *text, uint64_t *id);
+int parse_bytes(const char *what, const char *name, const char *text,
+		bool zero_ok, uint64_t *bytes);
+uint64_t page_size(void);
+const char *name_of(const char *const *names, size_t count, __u32 val);
+
+#define NAME_OF(names, val) name_of(names, sizeof(names) / sizeof(names[0]), val)
 
 /*
  * A streaming JSON writer: objects and arrays nest, commas and (with

@@ -1,0 +1,620 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * rpagectl: the objects that configure rpage.ko and report its state:
+ * `device` (the RDMA devices it is attached to), `endpoint` (the
+ * addresses it listens on), `peer` (the hosts it connects to) and
+ * `version` (the library's and the module's).
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <netinet/in.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "librpage.h"
+#include "rpagectl.h"
+
+static const char *module_version_path = "/sys/module/rpage/version";
+
+static void read_module_version(char *buf, size_t len)
+{
+	FILE *f = fopen(module_version_path, "r");
+
+	snprintf(buf, len, "unknown");
+	if (!f)
+		return;
+	if (fgets(buf, (int)len, f))
+		buf[strcspn(buf, "\n")] = '\0';
+	fclose(f);
+}
+
+int cmd_version(int argc, char **argv)
+{
+	struct json_writer jw;
+	struct rpage_api api;
+	char modver[64];
+	char features[32], ioctls[32];
+	int fd;
+
+	if (argc > 0 && matches(argv[0], "help")) {
+		puts("Usage: rpagectl version [ show ]");
+		return 0;
+	}
+	if (argc > 0 && !matches(argv[0], "show"))
+		return usage_error("version: unknown command '%s'", argv[0]);
+	if (argc > 1)
+		return usage_error("version show: unexpected argument '%s'", argv[1]);
+
+	fd = open_device(&api);
+	if (fd < 0)
+		return 1;
+	close(fd);
+	read_module_version(modver, sizeof(modver));
+	snprintf(features, sizeof(features), "0x%" PRIx64, (uint64_t)api.features);
+	snprintf(ioctls, sizeof(ioctls), "0x%" PRIx64, (uint64_t)api.ioctls);
+
+	if (!opt_json) {
+		printf("library %s API %d\n", rpage_lib_version(), RPAGE_API);
+		printf("module %s API %u features %s ioctls %s\n", modver,
+		       api.api, features, ioctls);
+		return 0;
+	}
+	json_init(&jw, stdout, opt_pretty);
+	json_open_object(&jw, NULL);
+	json_open_object(&jw, "library");
+	json_string(&jw, "version", rpage_lib_version());
+	json_uint(&jw, "api", RPAGE_API);
+	json_close_object(&jw);
+	json_open_object(&jw, "module");
+	json_string(&jw, "version", modver);
+	json_uint(&jw, "api", api.api);
+	json_string(&jw, "features", features);
+	json_string(&jw, "ioctls", ioctls);
+	json_close_object(&jw);
+	json_close_object(&jw);
+	json_finish(&jw);
+	return 0;
+}
+
+/* A port number from the command line: 1..65535; 0 or 2 (usage). */
+static int parse_port(const char *what, const char *text, __u16 *port)
+{
+	unsigned long val;
+	char *end;
+
+	errno = 0;
+	val = strtoul(text, &end, 10);
+	if (!isdigit((unsigned char)text[0]) || errno || *end || !val ||
+	    val > 65535)
+		return usage_error("%s: port '%s' is not a number from 1 to 65535",
+				   what, text);
+	*port = (__u16)val;
+	return 0;
+}
+
+/* An address from the command line; 0 or 2 (usage). */
+static int parse_addr(const char *what, const char *text, __u16 port,
+		      struct rpage_addr *addr)
+{
+	int ret = rpage_addr_parse(text, port, addr);
+
+	if (ret == -ENODEV)
+		return usage_error("%s: '%s': no network interface with that name",
+				   what, text);
+	if (ret < 0 && strchr(text, '%')) {
+		char host[RPAGE_ADDR_STRLEN];
+		struct rpage_addr unscoped;
+
+		snprintf(host, sizeof(host), "%.*s", (int)strcspn(text, "%"), text);
+		if (!rpage_addr_parse(host, port, &unscoped) &&
+		    (unscoped.family != AF_INET6 ||
+		     !(IN6_IS_ADDR_LINKLOCAL(unscoped.addr) ||
+		       IN6_IS_ADDR_MC_LINKLOCAL(unscoped.addr))))
+			return usage_error("%s: '%s': only a link-local IPv6 address %s",
+					   what, text, "takes a %INTERFACE");
+		if (!rpage_addr_parse(host, port, &unscoped))
+			return usage_error("%s: '%s': bad interface name or index after '%%'",
+					   what, text);
+	}
+	if (ret < 0)
+		return usage_error("%s: '%s' is not an IPv4 or IPv6 address",
+				   what, text);
+	return 0;
+}
+
+static void format_addr(const struct rpage_addr *addr, char *buf, size_t len)
+{
+	if (rpage_addr_format(addr, buf, len) < 0)
+		snprintf(buf, len, "family-%u", addr->family);
+}
+
+/* An errno value as its name ("ETIMEDOUT"), or its number. */
+static void format_errno(__u32 raw, char *buf, size_t len)
+{
+	int err = (int)raw;
+
+	/* The value is positive; take a negative one as meant the same. */
+	if (err < 0 && err != INT_MIN)
+		err = -err;
+	snprintf(buf, len, "%d", err);
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 32))
+	if (err > 0) {
+		const char *name = strerrorname_np(err);
+
+		if (name)
+			snprintf(buf, len, "%s", name);
+	}
+#endif
+}
+
+static const char *const endpoint_states[] = {
+	[RPAGE_ENDPOINT_LISTENING] = "listening",
+	[RPAGE_ENDPOINT_DOWN] = "down",
+};
+
+static const char *const peer_states[] = {
+	[RPAGE_PEER_CONNECTING] = "connecting",
+	[RPAGE_PEER_CONNECTED] = "connected",
+	[RPAGE_PEER_RECONNECTING] = "reconnecting",
+	[RPAGE_PEER_FAILED] = "failed",
+};
+
+static const char *const reject_reasons[] = {
+	[RPAGE_REJECT_NONE] = "none",
+	[RPAGE_REJECT_UNKNOWN_PEER] = "unknown-peer",
+	[RPAGE_REJECT_VERSION] = "version",
+	[RPAGE_REJECT_BAD_HELLO] = "bad-hello",
+	[RPAGE_REJECT_NO_RESOURCES] = "no-resources",
+	[RPAGE_REJECT_UNSPECIFIED] = "unspecified",
+};
+
+static void format_guid(char *buf, size_t len, uint64_t guid)
+{
+	snprintf(buf, len, "%04x:%04x:%04x:%04x",
+		 (unsigned int)(guid >> 48) & 0xffff,
+		 (unsigned int)(guid >> 32) & 0xffff,
+		 (unsigned int)(guid >> 16) & 0xffff,
+		 (unsigned int)guid & 0xffff);
+}
+
+static int device_show(int fd)
+{
+	struct rpage_device_info *infos;
+	struct json_writer jw;
+	void *buf = NULL;
+	char guid[32];
+	int count;
+
+	count = fetch_list(fd, rpage_device_list, sizeof(*infos), &buf);
+	infos = buf;
+	if (count < 0)
+		return fail_cmd("device show", NULL, -count, NULL);
+
+	if (opt_json) {
+		json_init(&jw, stdout, opt_pretty);
+		json_open_array(&jw, NULL);
+	}
+	for (int i = 0; i < count; i++) {
+		struct rpage_device_info *info = &infos[i];
+
+		info->name[sizeof(info->name) - 1] = '\0';
+		format_guid(guid, sizeof(guid), info->node_guid);
+		if (!opt_json) {
+			printf("%u: %s node_guid %s ports %u\n", info->index,
+			       info->name, guid, info->port_count);
+			continue;
+		}
+		json_open_object(&jw, NULL);
+		json_uint(&jw, "index", info->index);
+		json_string(&jw, "name", info->name);
+		json_string(&jw, "node_guid", guid);
+		json_uint(&jw, "ports", info->port_count);
+		json_close_object(&jw);
+	}
+	if (opt_json) {
+		json_close_array(&jw);
+		json_finish(&jw);
+	}
+	free(infos);
+	return 0;
+}
+
+int cmd_device(int argc, char **argv)
+{
+	int fd, ret;
+
+	if (argc > 0 && matches(argv[0], "help")) {
+		puts("Usage: rpagectl device [ show ]");
+		return 0;
+	}
+	if (argc > 0 && !matches(argv[0], "show"))
+		return usage_error("device: unknown command '%s'", argv[0]);
+	if (argc > 1)
+		return usage_error("device show: unexpected argument '%s'", argv[1]);
+
+	fd = open_device(NULL);
+	if (fd < 0)
+		return 1;
+	ret = device_show(fd);
+	close(fd);
+	return ret;
+}
+
+enum { CMD_ADD, CMD_DEL, CMD_SHOW, CMD_HELP };
+
+static const char *const config_commands[] = {
+	[CMD_ADD] = "add", [CMD_DEL] = "del", [CMD_SHOW] = "show",
+	[CMD_HELP] = "help", NULL,
+};
+
+static void endpoint_usage(void)
+{
+	puts("Usage: rpagectl endpoint add ADDR [ port PORT ]\n"
+	     "       rpagectl endpoint del ADDR [ port PORT ]\n"
+	     "       rpagectl endpoint [ show ]\n"
+	     "ADDR := { IPV4-ADDRESS | IPV6-ADDRESS[%INTERFACE] }\n"
+	     "        (0.0.0.0 or :: listens on every RDMA device)\n"
+	     "PORT := 1..65535 (default 7471)");
+}
+
+static int endpoint_show(int fd)
+{
+	struct rpage_endpoint_info *infos;
+	char addr[RPAGE_ADDR_STRLEN];
+	void *buf = NULL;
+	struct json_writer jw;
+	const char *state;
+	int count;
+
+	count = fetch_list(fd, rpage_endpoint_list, sizeof(*infos), &buf);
+	infos = buf;
+	if (count < 0)
+		return fail_cmd("endpoint show", NULL, -count, NULL);
+
+	if (opt_json) {
+		json_init(&jw, stdout, opt_pretty);
+		json_open_array(&jw, NULL);
+	}
+	for (int i = 0; i < count; i++) {
+		struct rpage_endpoint_info *info = &infos[i];
+
+		format_addr(&info->addr, addr, sizeof(addr));
+		state = NAME_OF(endpoint_states, info->state);
+		if (!opt_json) {
+			printf("%s port %u state %s accepted %" PRIu64
+			       " rejected-unknown %" PRIu64
+			       " rejected-version %" PRIu64
+			       " rejected-other %" PRIu64 "\n",
+			       addr, info->addr.port, state,
+			       (uint64_t)info->accepted,
+			       (uint64_t)info->rejected_unknown,
+			       (uint64_t)info->rejected_version,
+			       (uint64_t)info->rejected_other);
+			continue;
+		}
+		json_open_object(&jw, NULL);
+		json_string(&jw, "addr", addr);
+		json_uint(&jw, "port", info->addr.port);
+		json_string(&jw, "state", state);
+		json_uint(&jw, "accepted", info->accepted);
+		json_uint(&jw, "rejected_unknown", info->rejected_unknown);
+		json_uint(&jw, "rejected_version", info->rejected_version);
+		json_uint(&jw, "rejected_other", info->rejected_other);
+		json_close_object(&jw);
+	}
+	if (opt_json) {
+		json_close_array(&jw);
+		json_finish(&jw);
+	}
+	free(infos);
+	return 0;
+}
+
+/* endpoint { add | del } ADDR [ port PORT ] */
+static int endpoint_change(int cmd, int argc, char **argv)
+{
+	const char *what = cmd == CMD_ADD ? "endpoint add" : "endpoint del";
+	const char *port_text = NULL;
+	struct rpage_endpoint ep;
+	__u16 port = RPAGE_DEFAULT_PORT;
+	char subject[128];
+	const char *words = NULL;
+	char buf[96];
+	int fd, ret;
+
+	if (argc < 1)
+		return usage_error("%s: missing ADDR", what);
+	for (int i = 1; i < argc; i += 2) {
+		if (!matches(argv[i], "port"))
+			return usage_error("%s: unexpected argument '%s'", what, argv[i]);
+		if (port_text)
+			return usage_error("%s: 'port' given twice", what);
+		if (i + 1 >= argc)
+			return usage_error("%s: 'port' needs a value", what);
+		port_text = argv[i + 1];
+		ret = parse_port(what, port_text, &port);
+		if (ret)
+			return ret;
+	}
+	memset(&ep, 0, sizeof(ep));
+	ret = parse_addr(what, argv[0], port, &ep.addr);
+	if (ret)
+		return ret;
+	if (port_text)
+		snprintf(subject, sizeof(subject), "%s port %u", argv[0], port);
+	else
+		snprintf(subject, sizeof(subject), "%s", argv[0]);
+
+	fd = open_device(NULL);
+	if (fd < 0)
+		return 1;
+	ret = cmd == CMD_ADD ? rpage_endpoint_add(fd, &ep) : rpage_endpoint_del(fd, &ep);
+	close(fd);
+	if (!ret)
+		return 0;
+
+	switch (-ret) {
+	case EEXIST:
+		words = "an endpoint on this address and port already exists";
+		break;
+	case ENOENT:
+		words = "no such endpoint";
+		break;
+	case ENODEV:
+	case EADDRNOTAVAIL:
+		words = "no RDMA device has this address";
+		break;
+	case EADDRINUSE:
+		snprintf(buf, sizeof(buf), "port %u is already in use", port);
+		words = buf;
+		break;
+	case EINVAL:
+		words = "the module refused this address";
+		break;
+	}
+	return fail_cmd(what, subject, -ret, words);
+}
+
+int cmd_endpoint(int argc, char **argv)
+{
+	int cmd = argc > 0 ? find_command(argv[0], config_commands) : CMD_SHOW;
+	int fd, ret;
+
+	if (cmd < 0)
+		return usage_error("endpoint: unknown command '%s'", argv[0]);
+	switch (cmd) {
+	case CMD_HELP:
+		endpoint_usage();
+		return 0;
+	case CMD_ADD:
+	case CMD_DEL:
+		return endpoint_change(cmd, argc - 1, argv + 1);
+	}
+	if (argc > 1)
+		return usage_error("endpoint show: unexpected argument '%s'", argv[1]);
+	fd = open_device(NULL);
+	if (fd < 0)
+		return 1;
+	ret = endpoint_show(fd);
+	close(fd);
+	return ret;
+}
+
+static void peer_usage(void)
+{
+	puts("Usage: rpagectl peer add NAME addr ADDR [ port PORT ]\n"
+	     "       rpagectl peer del NAME\n"
+	     "       rpagectl peer [ show [ NAME ] ]\n"
+	     "NAME := 1 to 63 of A-Z a-z 0-9 . _ -\n"
+	     "ADDR := { IPV4-ADDRESS | IPV6-ADDRESS[%INTERFACE] }\n"
+	     "PORT := 1..65535 (default 7471)");
+}
+
+static void peer_print(struct json_writer *jw, const struct rpage_peer_info *info)
+{
+	char addr[RPAGE_ADDR_STRLEN], node[32], proto[32], error[32];
+	const char *state = NAME_OF(peer_states, info->state);
+	const char *reject = NAME_OF(reject_reasons, info->last_reject);
+
+	format_addr(&info->addr, addr, sizeof(addr));
+	snprintf(node, sizeof(node), "0x%" PRIx64, (uint64_t)info->remote_node_id);
+	snprintf(proto, sizeof(proto), "%u.%u", info->remote_proto >> 16,
+		 info->remote_proto & 0xffff);
+	format_errno(info->last_error, error, sizeof(error));
+
+	if (!jw) {
+		printf("%s id %u addr %s port %u state %s qps %u/%u inbound %u node %s proto %s"
+		       " connects %" PRIu64 " rejects %" PRIu64
+		       " last-reject %s last-error %s\n",
+		       info->name, info->id, addr, info->addr.port, state,
+		       info->qps_connected, info->qps, info->qps_inbound, node,
+		       proto, (uint64_t)info->connects, (uint64_t)info->rejects,
+		       reject, error);
+		return;
+	}
+	json_open_object(jw, NULL);
+	json_string(jw, "name", info->name);
+	json_uint(jw, "id", info->id);
+	json_string(jw, "addr", addr);
+	json_uint(jw, "port", info->addr.port);
+	json_string(jw, "state", state);
+	json_uint(jw, "qps", info->qps);
+	json_uint(jw, "qps_connected", info->qps_connected);
+	json_uint(jw, "qps_inbound", info->qps_inbound);
+	json_string(jw, "node_id", node);
+	json_string(jw, "proto", proto);
+	json_uint(jw, "connects", info->connects);
+	json_uint(jw, "rejects", info->rejects);
+	json_string(jw, "last_reject", reject);
+	json_string(jw, "last_error", error);
+	json_close_object(jw);
+}
+
+/* peer [ show [ NAME ] ]: all peers, or the one named @name. */
+static int peer_show(int fd, const char *name)
+{
+	struct rpage_peer_info *infos;
+	struct json_writer jw;
+	bool found = false;
+	void *buf = NULL;
+	int count;
+
+	count = fetch_list(fd, rpage_peer_list, sizeof(*infos), &buf);
+	infos = buf;
+	if (count < 0)
+		return fail_cmd("peer show", name, -count, NULL);
+
+	for (int i = 0; i < count; i++)
+		infos[i].name[sizeof(infos[i].name) - 1] = '\0';
+	if (name) {
+		for (int i = 0; i < count; i++)
+			found |= !strcmp(infos[i].name, name);
+		if (!found) {
+			free(infos);
+			fail("peer show: no peer named %s", name);
+			return 1;
+		}
+	}
+	if (opt_json) {
+		json_init(&jw, stdout, opt_pretty);
+		json_open_array(&jw, NULL);
+	}
+	for (int i = 0; i < count; i++) {
+		if (name && strcmp(infos[i].name, name))
+			continue;
+		peer_print(opt_json ? &jw : NULL, &infos[i]);
+	}
+	if (opt_json) {
+		json_close_array(&jw);
+		json_finish(&jw);
+	}
+	free(infos);
+	return 0;
+}
+
+/* peer add NAME addr ADDR [ port PORT ] */
+static int peer_add(int argc, char **argv)
+{
+	const char *addr_text = NULL, *port_text = NULL;
+	const char *what = "peer add";
+	struct rpage_peer_config peer;
+	char subject[96];
+	__u16 port = RPAGE_DEFAULT_PORT;
+	const char *words = NULL;
+	int fd, ret;
+
+	if (argc < 1)
+		return usage_error("%s: missing NAME", what);
+	ret = check_peer_name(what, argv[0]);
+	if (ret)
+		return ret;
+	for (int i = 1; i < argc; i += 2) {
+		const char **slot;
+
+		if (matches(argv[i], "addr"))
+			slot = &addr_text;
+		else if (matches(argv[i], "port"))
+			slot = &port_text;
+		else
+			return usage_error("%s %s: unexpected argument '%s'",
+					   what, argv[0], argv[i]);
+		if (*slot)
+			return usage_error("%s %s: '%s' given twice", what,
+					   argv[0], slot == &addr_text ? "addr" : "port");
+		if (i + 1 >= argc)
+			return usage_error("%s %s: '%s' needs a value", what,
+					   argv[0], slot == &addr_text ? "addr" : "port");
+		*slot = argv[i + 1];
+	}
+	if (!addr_text)
+		return usage_error("%s %s: missing 'addr ADDR'", what, argv[0]);
+	snprintf(subject, sizeof(subject), "%s %s", what, argv[0]);
+	if (port_text) {
+		ret = parse_port(subject, port_text, &port);
+		if (ret)
+			return ret;
+	}
+	memset(&peer, 0, sizeof(peer));
+	ret = parse_addr(subject, addr_text, port, &peer.addr);
+	if (ret)
+		return ret;
+	memcpy(peer.name, argv[0], strlen(argv[0]));
+
+	fd = open_device(NULL);
+	if (fd < 0)
+		return 1;
+	ret = rpage_peer_add(fd, &peer);
+	close(fd);
+	if (!ret)
+		return 0;
+
+	switch (-ret) {
+	case EEXIST:
+		words = "a peer with that name or address already exists";
+		break;
+	case EINVAL:
+		words = "the module refused this name or address";
+		break;
+	}
+	return fail_cmd(what, argv[0], -ret, words);
+}
+
+/* peer del NAME */
+static int peer_del(int argc, char **argv)
+{
+	const char *what = "peer del";
+	struct rpage_peer_config peer;
+	const char *words = NULL;
+	int fd, ret;
+
+	if (argc < 1)
+		return usage_error("%s: missing NAME", what);
+	if (argc > 1)
+		return usage_error("%s %s: unexpected argument '%s'", what,
+				   argv[0], argv[1]);
+	ret = check_peer_name(what, argv[0]);
+	if (ret)
+		return ret;
+	memset(&peer, 0, sizeof(peer));
+	memcpy(peer.name, argv[0], strlen(argv[0]));
+
+	fd = open_device(NULL);
+	if (fd < 0)
+		return 1;
+	ret = rpage_peer_del(fd, &peer);
+	close(fd);
+	if (!ret)
+		return 0;
+	if (ret == -ENOENT)
+		words = "no such peer";
+	return fail_cmd(what, argv[0], -ret, words);
+}
+
+int cmd_peer(int argc, char **argv)
+{
+	int cmd = argc > 0 ? find_command(argv[0], config_commands) : CMD_SHOW;
+	int fd, ret;
+
+	if (cmd < 0)
+		return usage_error("peer: unknown command '%s'", argv[0]);
+	switch (cmd) {
+	case CMD_HELP:
+		peer_usage();
+		return 0;
+	case CMD_ADD:
+		return peer_add(argc - 1, argv + 1);
+	case CMD_DEL:
+		return peer_del(argc - 1, argv + 1);
+	}
+	if (argc > 2)
+		return usage_error("peer show: unexpected argument '%s'", argv[2]);
+	fd = open_device(NULL);
+	if (fd < 0)
+		return 1;
+	ret = peer_show(fd, argc > 1 ? argv[1] : NULL);
+	close(fd);
+	return ret;
+}

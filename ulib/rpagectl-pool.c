@@ -1,0 +1,589 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * rpagectl: the `pool` object (the memory this host exports to its
+ * peers, and the pools they export to it) and the `read` and `write`
+ * commands, which copy pages of a peer's pool to or from a file.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "librpage.h"
+#include "rpagectl.h"
+
+/* The value of a module parameter, or "?" if it cannot be read. */
+static void read_module_param(const char *name, char *buf, size_t len)
+{
+	char path[128];
+	FILE *f;
+
+	snprintf(buf, len, "?");
+	snprintf(path, sizeof(path), "/sys/module/rpage/parameters/%s", name);
+	f = fopen(path, "r");
+	if (!f)
+		return;
+	if (fgets(buf, (int)len, f))
+		buf[strcspn(buf, "\n")] = '\0';
+	fclose(f);
+}
+
+static const struct {
+	__u32 bit;
+	const char *name;
+} pool_flag_names[] = {
+	{ RPAGE_POOL_WRITABLE, "writable" },
+};
+
+#define NR_POOL_FLAGS (sizeof(pool_flag_names) / sizeof(pool_flag_names[0]))
+
+static const char *const pool_kinds[] = {
+	[RPAGE_POOL_KERNEL] = "kernel",
+	[RPAGE_POOL_USER] = "user",
+};
+
+/*
+ * Pool flags as text: their names joined by ',', bits without a name in
+ * hexadecimal, "none" when no bit is set.
+ */
+static void format_pool_flags(__u32 flags, char *buf, size_t len)
+{
+	size_t n = 0;
+
+	buf[0] = '\0';
+	for (size_t i = 0; i < NR_POOL_FLAGS; i++) {
+		if (!(flags & pool_flag_names[i].bit))
+			continue;
+		flags &= ~pool_flag_names[i].bit;
+		n += snprintf(buf + n, n < len ? len - n : 0, "%s%s",
+			      n ? "," : "", pool_flag_names[i].name);
+	}
+	if (flags)
+		n += snprintf(buf + n, n < len ? len - n : 0, "%s0x%x",
+			      n ? "," : "", flags);
+	if (!n)
+		snprintf(buf, len, "none");
+}
+
+/* Pool flags as a JSON array of the same words; [] when none is set. */
+static void json_pool_flags(struct json_writer *jw, __u32 flags)
+{
+	char unknown[16];
+
+	json_open_array(jw, "flags");
+	for (size_t i = 0; i < NR_POOL_FLAGS; i++) {
+		if (!(flags & pool_flag_names[i].bit))
+			continue;
+		flags &= ~pool_flag_names[i].bit;
+		json_string(jw, NULL, pool_flag_names[i].name);
+	}
+	if (flags) {
+		snprintf(unknown, sizeof(unknown), "0x%x", flags);
+		json_string(jw, NULL, unknown);
+	}
+	json_close_array(jw);
+}
+
+static void pool_usage(void)
+{
+	puts("Usage: rpagectl pool create ID size SIZE [ writable ]\n"
+	     "       rpagectl pool destroy ID\n"
+	     "       rpagectl pool [ show [ remote ] ]\n"
+	     "ID := 1..2^64-1, decimal or 0x-hexadecimal\n"
+	     "SIZE := bytes, a multiple of the page size; K, M or G may follow");
+}
+
+/* pool [ show ]: this host's pools. */
+static int pool_show(int fd)
+{
+	struct rpage_pool_info *infos;
+	struct json_writer jw;
+	void *buf = NULL;
+	char flags[64];
+	const char *kind;
+	int count;
+
+	count = fetch_list(fd, rpage_pool_list, sizeof(*infos), &buf);
+	infos = buf;
+	if (count < 0)
+		return fail_cmd("pool show", NULL, -count, NULL);
+
+	if (opt_json) {
+		json_init(&jw, stdout, opt_pretty);
+		json_open_array(&jw, NULL);
+	}
+	for (int i = 0; i < count; i++) {
+		const struct rpage_pool_info *info = &infos[i];
+
+		kind = NAME_OF(pool_kinds, info->kind);
+		if (!opt_json) {
+			format_pool_flags(info->flags, flags, sizeof(flags));
+			printf("%" PRIu64 " length %" PRIu64 " flags %s kind %s owner %u\n",
+			       (uint64_t)info->id, (uint64_t)info->length, flags,
+			       kind, info->owner_pid);
+			continue;
+		}
+		json_open_object(&jw, NULL);
+		json_uint(&jw, "id", info->id);
+		json_uint(&jw, "length", info->length);
+		json_pool_flags(&jw, info->flags);
+		json_string(&jw, "kind", kind);
+		json_uint(&jw, "owner_pid", info->owner_pid);
+		json_close_object(&jw);
+	}
+	if (opt_json) {
+		json_close_array(&jw);
+		json_finish(&jw);
+	}
+	free(infos);
+	return 0;
+}
+
+/* pool show remote: the pools connected peers export to this host. */
+static int remote_pool_show(int fd)
+{
+	struct rpage_remote_pool_info *infos;
+	struct json_writer jw;
+	void *buf = NULL;
+	char flags[64];
+	int count;
+
+	count = fetch_list(fd, rpage_remote_pool_list, sizeof(*infos), &buf);
+	infos = buf;
+	if (count < 0)
+		return fail_cmd("pool show remote", NULL, -count, NULL);
+
+	if (opt_json) {
+		json_init(&jw, stdout, opt_pretty);
+		json_open_array(&jw, NULL);
+	}
+	for (int i = 0; i < count; i++) {
+		struct rpage_remote_pool_info *info = &infos[i];
+
+		info->peer[sizeof(info->peer) - 1] = '\0';
+		if (!opt_json) {
+			format_pool_flags(info->flags, flags, sizeof(flags));
+			printf("%s %" PRIu64 " length %" PRIu64 " flags %s\n",
+			       info->peer, (uint64_t)info->id,
+			       (uint64_t)info->length, flags);
+			continue;
+		}
+		json_open_object(&jw, NULL);
+		json_string(&jw, "peer", info->peer);
+		json_uint(&jw, "peer_id", info->peer_id);
+		json_uint(&jw, "id", info->id);
+		json_uint(&jw, "length", info->length);
+		json_pool_flags(&jw, info->flags);
+		json_close_object(&jw);
+	}
+	if (opt_json) {
+		json_close_array(&jw);
+		json_finish(&jw);
+	}
+	free(infos);
+	return 0;
+}
+
+/* pool create ID size SIZE [ writable ] */
+static int pool_create(int argc, char **argv)
+{
+	const char *what = "pool create";
+	const char *size_text = NULL;
+	struct rpage_pool_create pool;
+	char subject[96], max_mb[32], buf[128];
+	const char *words = NULL;
+	uint64_t id, size = 0;
+	__u32 flags = 0;
+	int fd, ret;
+
+	if (argc < 1)
+		return usage_error("%s: missing ID", what);
+	ret = parse_pool_id(what, argv[0], &id);
+	if (ret)
+		return ret;
+	snprintf(subject, sizeof(subject), "%s %s", what, argv[0]);
+	for (int i = 1; i < argc; i++) {
+		if (matches(argv[i], "size")) {
+			if (size_text)
+				return usage_error("%s: 'size' given twice", subject);
+			if (i + 1 >= argc)
+				return usage_error("%s: 'size' needs a value", subject);
+			size_text = argv[++i];
+			ret = parse_bytes(subject, "size", size_text, false, &size);
+			if (ret)
+				return ret;
+		} else if (matches(argv[i], "writable")) {
+			flags |= RPAGE_POOL_WRITABLE;
+		} else {
+			return usage_error("%s: unexpected argument '%s'", subject,
+					   argv[i]);
+		}
+	}
+	if (!size_text)
+		return usage_error("%s: missing 'size SIZE'", subject);
+
+	memset(&pool, 0, sizeof(pool));
+	pool.id = id;
+	pool.length = size;
+	pool.flags = flags;
+	fd = open_device(NULL);
+	if (fd < 0)
+		return 1;
+	ret = rpage_pool_create(fd, &pool);
+	close(fd);
+	if (!ret)
+		return 0;
+
+	switch (-ret) {
+	case EEXIST:
+		words = "a pool with this id exists";
+		break;
+	case EINVAL:
+		/* The id, flags and alignment were checked here: the size it is. */
+		read_module_param("max_pool_mb", max_mb, sizeof(max_mb));
+		if (strcmp(max_mb, "?"))
+			snprintf(buf, sizeof(buf),
+				 "size is more than the module allows (max_pool_mb %s MiB)",
+				 max_mb);
+		else
+			snprintf(buf, sizeof(buf), "the module refused this size");
+		words = buf;
+		break;
+	case ENOMEM:
+		words = "not enough memory for a pool of this size";
+		break;
+	}
+	return fail_cmd(what, argv[0], -ret, words);
+}
+
+/*
+ * Why the caller may not destroy pool @id: a user pool belongs to the
+ * process that exported it; otherwise the capability is missing.
+ */
+static void explain_destroy_eperm(int fd, uint64_t id, char *buf, size_t len)
+{
+	struct rpage_pool_info *infos;
+	void *entries = NULL;
+	int count;
+
+	snprintf(buf, len, "needs CAP_SYS_ADMIN");
+	count = fetch_list(fd, rpage_pool_list, sizeof(*infos), &entries);
+	infos = entries;
+	for (int i = 0; i < count; i++) {
+		if (infos[i].id == id && infos[i].kind == RPAGE_POOL_USER) {
+			snprintf(buf, len,
+				 "exported by process %u: only that process can destroy it",
+				 infos[i].owner_pid);
+			break;
+		}
+	}
+	free(infos);
+}
+
+/* pool destroy ID */
+static int pool_destroy(int argc, char **argv)
+{
+	const char *what = "pool destroy";
+	struct rpage_pool_destroy pool;
+	const char *words = NULL;
+	char buf[128];
+	uint64_t id;
+	int fd, ret;
+
+	if (argc < 1)
+		return usage_error("%s: missing ID", what);
+	if (argc > 1)
+		return usage_error("%s %s: unexpected argument '%s'", what,
+				   argv[0], argv[1]);
+	ret = parse_pool_id(what, argv[0], &id);
+	if (ret)
+		return ret;
+	memset(&pool, 0, sizeof(pool));
+	pool.id = id;
+
+	fd = open_device(NULL);
+	if (fd < 0)
+		return 1;
+	ret = rpage_pool_destroy(fd, &pool);
+	if (ret == -EPERM) {
+		explain_destroy_eperm(fd, id, buf, sizeof(buf));
+		words = buf;
+	}
+	close(fd);
+	if (!ret)
+		return 0;
+	if (ret == -ENOENT)
+		words = "no such pool";
+	return fail_cmd(what, argv[0], -ret, words);
+}
+
+enum { POOL_CREATE, POOL_DESTROY, POOL_SHOW, POOL_HELP };
+
+static const char *const pool_commands[] = {
+	[POOL_CREATE] = "create", [POOL_DESTROY] = "destroy",
+	[POOL_SHOW] = "show", [POOL_HELP] = "help", NULL,
+};
+
+int cmd_pool(int argc, char **argv)
+{
+	int cmd = argc > 0 ? find_command(argv[0], pool_commands) : POOL_SHOW;
+	bool remote = false;
+	int fd, ret;
+
+	if (cmd < 0)
+		return usage_error("pool: unknown command '%s'", argv[0]);
+	switch (cmd) {
+	case POOL_HELP:
+		pool_usage();
+		return 0;
+	case POOL_CREATE:
+		return pool_create(argc - 1, argv + 1);
+	case POOL_DESTROY:
+		return pool_destroy(argc - 1, argv + 1);
+	}
+	if (argc > 1) {
+		if (!matches(argv[1], "remote"))
+			return usage_error("pool show: unexpected argument '%s'", argv[1]);
+		remote = true;
+	}
+	if (argc > 2)
+		return usage_error("pool show remote: unexpected argument '%s'", argv[2]);
+	fd = open_device(NULL);
+	if (fd < 0)
+		return 1;
+	ret = remote ? remote_pool_show(fd) : pool_show(fd);
+	close(fd);
+	return ret;
+}
+
+static void transfer_usage(void)
+{
+	puts("Usage: rpagectl read PEER POOL OFFSET LENGTH [ file PATH ]\n"
+	     "       rpagectl write PEER POOL OFFSET LENGTH file PATH\n"
+	     "PEER := the peer's name (rpagectl peer show)\n"
+	     "POOL := the pool's id on that peer (rpagectl pool show remote)\n"
+	     "OFFSET, LENGTH := bytes, multiples of the page size; K, M or G may follow\n"
+	     "PATH := a file, or - for standard output (read) or input (write)");
+}
+
+/* Reads up to @len bytes, fewer only at the end of the file. */
+static ssize_t read_full(int fd, void *buf, size_t len)
+{
+	size_t done = 0;
+
+	while (done < len) {
+		ssize_t n = read(fd, (char *)buf + done, len - done);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -1;
+		if (!n)
+			break;
+		done += (size_t)n;
+	}
+	return (ssize_t)done;
+}
+
+static int write_full(int fd, const void *buf, size_t len)
+{
+	size_t done = 0;
+
+	while (done < len) {
+		ssize_t n = write(fd, (const char *)buf + done, len - done);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -1;
+		done += (size_t)n;
+	}
+	return 0;
+}
+
+/*
+ * A failed RPAGE_IOC_READ or _WRITE in an operator's words. Failures of
+ * the peer as a whole name only the peer, the others the peer and pool.
+ */
+static int fail_transfer(bool is_write, int fd, const char *peer,
+			 const char *pool, int err)
+{
+	const char *what = is_write ? "write" : "read";
+	const char *words = NULL;
+	char subject[128];
+	__u32 id;
+
+	snprintf(subject, sizeof(subject), "%s %s", peer, pool);
+	switch (err) {
+	case ENOENT:
+		if (find_peer_id(fd, peer, &id) == -ENOENT)
+			return fail_cmd(what, peer, err, "no such peer");
+		words = "no such pool on this peer (see 'rpagectl pool show remote')";
+		break;
+	case ENOTCONN:
+		return fail_cmd(what, peer, err, "peer not connected");
+	case ETIMEDOUT:
+		return fail_cmd(what, peer, err,
+				"the peer did not answer in time (module parameter io_timeout_ms)");
+	case ERANGE:
+		words = "range beyond the end of the pool";
+		break;
+	case EPERM:
+		words = is_write ? "pool is read-only" : "permission denied by the module";
+		break;
+	case EIO:
+		words = "the transfer failed (see the kernel log)";
+		break;
+	case EINVAL:
+		words = "the module refused this offset or length";
+		break;
+	}
+	return fail_cmd(what, subject, err, words);
+}
+
+/*
+ * read PEER POOL OFFSET LENGTH [ file PATH ]
+ * write PEER POOL OFFSET LENGTH file PATH
+ *
+ * One RPAGE_IOC_READ or _WRITE per RPAGE_IO_MAX_BYTES, through a
+ * page-aligned buffer of at most that size.
+ */
+static int transfer(bool is_write, int argc, char **argv)
+{
+	static const char *const names[] = { "PEER", "POOL", "OFFSET", "LENGTH" };
+	const char *what = is_write ? "write" : "read";
+	const char *path = NULL, *path_name;
+	struct rpage_iovec iov;
+	struct rpage_io io;
+	uint64_t pool, offset, length, chunk, done;
+	char subject[128];
+	void *buf = NULL;
+	int fd, file = -1, ret, status = 1;
+	__u32 peer_id;
+
+	if (argc == 1 && !strcmp(argv[0], "help")) {
+		transfer_usage();
+		return 0;
+	}
+	if (argc < 4)
+		return usage_error("%s: missing %s", what, names[argc]);
+	ret = check_peer_name(what, argv[0]);
+	if (ret)
+		return ret;
+	snprintf(subject, sizeof(subject), "%s %s %s", what, argv[0], argv[1]);
+	ret = parse_pool_id(subject, argv[1], &pool);
+	if (!ret)
+		ret = parse_bytes(subject, "offset", argv[2], true, &offset);
+	if (!ret)
+		ret = parse_bytes(subject, "length", argv[3], false, &length);
+	if (ret)
+		return ret;
+	if (offset + length < offset)
+		return usage_error("%s: offset plus length is too large", subject);
+	for (int i = 4; i < argc; i += 2) {
+		if (!matches(argv[i], "file"))
+			return usage_error("%s: unexpected argument '%s'", subject, argv[i]);
+		if (path)
+			return usage_error("%s: 'file' given twice", subject);
+		if (i + 1 >= argc)
+			return usage_error("%s: 'file' needs a value", subject);
+		path = argv[i + 1];
+	}
+	if (is_write && !path)
+		return usage_error("%s: missing 'file PATH'", subject);
+	if (!path || !strcmp(path, "-")) {
+		path_name = is_write ? "standard input" : "standard output";
+		file = is_write ? STDIN_FILENO : STDOUT_FILENO;
+		if (!is_write && isatty(file))
+			return usage_error("%s: standard output is a terminal: give 'file PATH'",
+					   subject);
+	}
+
+	fd = open_device(NULL);
+	if (fd < 0)
+		return 1;
+	ret = find_peer_id(fd, argv[0], &peer_id);
+	if (ret == -ENOENT) {
+		fail_cmd(what, argv[0], -ret, "no such peer");
+		goto out;
+	}
+	if (ret < 0) {
+		fail_cmd(what, argv[0], -ret, NULL);
+		goto out;
+	}
+	if (file < 0) {
+		path_name = path;
+		file = is_write ? open(path, O_RDONLY | O_CLOEXEC) :
+			open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+		if (file < 0) {
+			fail("%s: %s: %s", subject, path, strerror(errno));
+			goto out;
+		}
+	}
+	chunk = length < RPAGE_IO_MAX_BYTES ? length : RPAGE_IO_MAX_BYTES;
+	ret = posix_memalign(&buf, page_size(), chunk);
+	if (ret) {
+		buf = NULL;
+		fail("%s: %s", subject, strerror(ret));
+		goto out;
+	}
+
+	for (done = 0; done < length; done += chunk) {
+		if (chunk > length - done)
+			chunk = length - done;
+		if (is_write) {
+			ssize_t n = read_full(file, buf, chunk);
+
+			if (n < 0) {
+				fail("%s: %s: %s", subject, path_name, strerror(errno));
+				goto out;
+			}
+			if ((uint64_t)n < chunk) {
+				fail("%s: %s: has %" PRIu64 " bytes, %" PRIu64 " wanted",
+				     subject, path_name, done + (uint64_t)n, length);
+				goto out;
+			}
+		}
+		memset(&iov, 0, sizeof(iov));
+		iov.peer_id = peer_id;
+		iov.pool_id = pool;
+		iov.offset = offset + done;
+		iov.length = chunk;
+		iov.addr = (uintptr_t)buf;
+		memset(&io, 0, sizeof(io));
+		io.iov = (uintptr_t)&iov;
+		io.nr_iov = 1;
+		ret = is_write ? rpage_write(fd, &io) : rpage_read(fd, &io);
+		if (ret < 0) {
+			fail_transfer(is_write, fd, argv[0], argv[1], -ret);
+			goto out;
+		}
+		if (!is_write && write_full(file, buf, chunk) < 0) {
+			fail("%s: %s: %s", subject, path_name, strerror(errno));
+			goto out;
+		}
+	}
+	status = 0;
+out:
+	if (file >= 0 && path && strcmp(path, "-")) {
+		if (close(file) < 0 && !status) {
+			fail("%s: %s: %s", subject, path, strerror(errno));
+			status = 1;
+		}
+	}
+	free(buf);
+	close(fd);
+	return status;
+}
+
+int cmd_read(int argc, char **argv)
+{
+	return transfer(false, argc, argv);
+}
+
+int cmd_write(int argc, char **argv)
+{
+	return transfer(true, argc, argv);
+}
