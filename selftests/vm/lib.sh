@@ -11,6 +11,8 @@
 #   RPAGE_VM_ACCEL  kvm, tcg or auto (default): auto uses KVM when a
 #                   guest really boots with it, TCG otherwise
 #   RPAGE_VM_TIMEOUT  seconds a guest may run before the watchdog kills it
+#   RPAGE_VM_APPEND   extra guest kernel arguments (e.g. slub_debug=FZPU
+#                   to catch heap corruption where it happens)
 
 RPAGE_REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 RPAGE_BUILD=$RPAGE_REPO/build
@@ -143,7 +145,7 @@ vm_boot() {
 	local args=(
 		-accel "$accel" -m "$mem" -smp "$smp"
 		-kernel "/boot/vmlinuz-$kver" -initrd "$img"
-		-append "console=ttyS0 quiet panic=-1 rpage_repo=$RPAGE_REPO rpage_init=$RPAGE_REPO/selftests/vm/guest-init"
+		-append "console=ttyS0 quiet panic=-1 ${RPAGE_VM_APPEND:-} rpage_repo=$RPAGE_REPO rpage_init=$RPAGE_REPO/selftests/vm/guest-init"
 		-display none -monitor none -serial "file:$run/console.log"
 		-no-reboot -nodefaults
 		-fsdev "local,id=root,path=/,security_model=none,readonly=on,multidevs=remap"
