@@ -40,7 +40,6 @@ struct rpage_io_req {
  * @wr: the RDMA work request.
  * @sge: the page, as the device sees it.
  * @req: the run it belongs to.
- * @page: the pinned page of the caller's buffer.
  * @posted_ns: when its work request was posted.
  */
 struct rpage_io_op {
@@ -48,7 +47,6 @@ struct rpage_io_op {
 	struct ib_rdma_wr wr;
 	struct ib_sge sge;
 	struct rpage_io_req *req;
-	struct page *page;
 	u64 posted_ns;
 };
 
@@ -202,38 +200,44 @@ static int rpage_io_resolve(struct rpage_peer *peer, const struct rpage_iovec *i
 	return ret;
 }
 
+/* Undoes rpage_io_map(): @pinned pages, those of them mapped. */
 static void rpage_io_release_pages(struct ib_device *ibdev,
-				   struct rpage_io_op *ops, unsigned long n,
-				   bool write)
+				   struct rpage_io_op *ops, struct page **pages,
+				   unsigned long pinned, bool write)
 {
 	unsigned long i;
 
-	for (i = 0; i < n && ops[i].page; i++) {
-		if (ops[i].sge.addr)
-			ib_dma_unmap_page(ibdev, ops[i].sge.addr, PAGE_SIZE,
-					  write ? DMA_TO_DEVICE : DMA_FROM_DEVICE);
-		/* A read wrote into the page: the page cache must know. */
-		unpin_user_pages_dirty_lock(&ops[i].page, 1, !write);
-	}
+	for (i = 0; i < pinned && ops[i].sge.addr; i++)
+		ib_dma_unmap_page(ibdev, ops[i].sge.addr, PAGE_SIZE,
+				  write ? DMA_TO_DEVICE : DMA_FROM_DEVICE);
+	/* A read wrote into the pages: the page cache must know. */
+	unpin_user_pages_dirty_lock(pages, pinned, !write);
 }
 
-/* Pins and maps the caller's buffer of @iov into @ops. */
+/*
+ * Pins the caller's buffer of @iov into @pages, as few calls as it
+ * takes, and maps it into @ops; *@pinned says how far it got.
+ */
 static int rpage_io_map(struct rpage_conn *conn, const struct rpage_iovec *iov,
-			bool write, struct rpage_io_op *ops)
+			bool write, struct rpage_io_op *ops,
+			struct page **pages, unsigned long *pinned)
 {
 	struct ib_device *ibdev = conn->dev->ibdev;
 	unsigned long i, nr = iov->length >> PAGE_SHIFT;
+	long got;
 
+	for (*pinned = 0; *pinned < nr; *pinned += got) {
+		got = pin_user_pages_fast(iov->addr + (*pinned << PAGE_SHIFT),
+					  nr - *pinned, write ? 0 : FOLL_WRITE,
+					  pages + *pinned);
+		if (got <= 0)
+			return -EFAULT;
+	}
 	for (i = 0; i < nr; i++) {
 		struct rpage_io_op *op = &ops[i];
 		u64 dma;
 
-		if (pin_user_pages_fast(iov->addr + (i << PAGE_SHIFT), 1,
-					write ? 0 : FOLL_WRITE, &op->page) != 1) {
-			op->page = NULL;
-			return -EFAULT;
-		}
-		dma = ib_dma_map_page(ibdev, op->page, 0, PAGE_SIZE,
+		dma = ib_dma_map_page(ibdev, pages[i], 0, PAGE_SIZE,
 				      write ? DMA_TO_DEVICE : DMA_FROM_DEVICE);
 		if (ib_dma_mapping_error(ibdev, dma))
 			return -ENOMEM;
@@ -257,13 +261,19 @@ static int rpage_io_one(struct rpage_peer *peer, const struct rpage_iovec *iov,
 	unsigned long nr = iov->length >> PAGE_SHIFT;
 	struct rpage_rpool *rpool = NULL;
 	struct rpage_io_req req = {};
+	unsigned long pinned = 0;
 	struct rpage_io_op *ops;
 	struct rpage_conn *conn;
+	struct page **pages;
 	int ret;
 
 	ops = kvcalloc(nr, sizeof(*ops), GFP_KERNEL);
-	if (!ops)
+	pages = kvcalloc(nr, sizeof(*pages), GFP_KERNEL);
+	if (!ops || !pages) {
+		kvfree(ops);
+		kvfree(pages);
 		return -ENOMEM;
+	}
 
 	down_read(&peer->io_rwsem);
 	conn = &peer->conns[raw_smp_processor_id() % peer->nr_conns];
@@ -281,7 +291,7 @@ static int rpage_io_one(struct rpage_peer *peer, const struct rpage_iovec *iov,
 	if (ret)
 		goto out;
 	req.conn = conn;
-	ret = rpage_io_map(conn, iov, write, ops);
+	ret = rpage_io_map(conn, iov, write, ops, pages, &pinned);
 	if (!ret) {
 		unsigned int i;
 
@@ -291,15 +301,18 @@ static int rpage_io_one(struct rpage_peer *peer, const struct rpage_iovec *iov,
 	}
 	/* Pages the device may still write to are never given back. */
 	if (ret != -EDEADLK) {
-		rpage_io_release_pages(conn->dev->ibdev, ops, nr, write);
+		rpage_io_release_pages(conn->dev->ibdev, ops, pages, pinned,
+				       write);
 		rpage_rpool_put(peer, rpool);
 	}
 out:
 	up_read(&peer->io_rwsem);
-	if (ret != -EDEADLK)
+	if (ret != -EDEADLK) {
 		kvfree(ops);
-	else
+		kvfree(pages);
+	} else {
 		ret = -ETIMEDOUT;
+	}
 	return ret;
 }
 

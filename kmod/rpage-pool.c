@@ -481,8 +481,12 @@ static struct rpage_pool *rpage_pool_find(u64 id)
 	return NULL;
 }
 
-static int rpage_pool_check(u64 id, u64 length, u32 flags)
+/* What RPAGE_IOC_POOL_CREATE and _EXPORT both require of their argument. */
+static int rpage_pool_check(u64 id, u64 length, u32 flags, u32 reserved0,
+			    const u64 *reserved, size_t reserved_size)
 {
+	if (reserved0 || memchr_inv(reserved, 0, reserved_size))
+		return -EINVAL;
 	if (!id || !length || !PAGE_ALIGNED(length) ||
 	    length > (u64)rpage_max_pool_mb << 20 ||
 	    (flags & ~RPAGE_POOL_FLAGS_ALL))
@@ -550,9 +554,8 @@ long rpage_ioctl_pool_create(struct rpage_file *rfile, void __user *argp)
 
 	if (copy_from_user(&arg, argp, sizeof(arg)))
 		return -EFAULT;
-	if (arg.reserved0 || memchr_inv(arg.reserved, 0, sizeof(arg.reserved)))
-		return -EINVAL;
-	ret = rpage_pool_check(arg.id, arg.length, arg.flags);
+	ret = rpage_pool_check(arg.id, arg.length, arg.flags, arg.reserved0,
+			       arg.reserved, sizeof(arg.reserved));
 	if (ret)
 		return ret;
 
@@ -619,9 +622,8 @@ long rpage_ioctl_pool_export(struct rpage_file *rfile, void __user *argp)
 
 	if (copy_from_user(&arg, argp, sizeof(arg)))
 		return -EFAULT;
-	if (arg.reserved0 || memchr_inv(arg.reserved, 0, sizeof(arg.reserved)))
-		return -EINVAL;
-	ret = rpage_pool_check(arg.id, arg.length, arg.flags);
+	ret = rpage_pool_check(arg.id, arg.length, arg.flags, arg.reserved0,
+			       arg.reserved, sizeof(arg.reserved));
 	if (ret)
 		return ret;
 	if (!PAGE_ALIGNED(arg.addr) || arg.addr + arg.length < arg.addr)
