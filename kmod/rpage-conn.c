@@ -115,6 +115,7 @@ static void rpage_peer_release(struct kref *ref)
 	mutex_destroy(&peer->lock);
 	mutex_destroy(&peer->inbound_lock);
 	rpage_counters_free(&peer->counters);
+	rpage_fault_counters_free(&peer->fault_counters);
 	kfree(peer->conns);
 	kfree(peer);
 }
@@ -1007,6 +1008,32 @@ long rpage_ioctl_peer_stats(struct rpage_file *rfile, void __user *argp)
 				 &rpage_peers_lock, rpage_peers_stats_fill, NULL);
 }
 
+static u32 rpage_peers_fault_stats_fill(void *entries, u32 filled, void *ctx)
+{
+	struct rpage_peer_fault_stats *stats = entries;
+	struct rpage_peer *peer;
+	u32 count = 0;
+
+	list_for_each_entry(peer, &rpage_peers, entry) {
+		if (count < filled) {
+			strscpy(stats[count].name, peer->name,
+				sizeof(stats[count].name));
+			stats[count].peer_id = peer->id;
+			rpage_fault_counters_sum(peer->fault_counters,
+						 &stats[count].stats);
+		}
+		count++;
+	}
+	return count;
+}
+
+long rpage_ioctl_peer_fault_stats(struct rpage_file *rfile, void __user *argp)
+{
+	return rpage_list_answer(argp, sizeof(struct rpage_peer_fault_stats),
+				 &rpage_peers_lock, rpage_peers_fault_stats_fill,
+				 NULL);
+}
+
 long rpage_ioctl_remote_pool_list(struct rpage_file *rfile, void __user *argp)
 {
 	return rpage_list_answer(argp, sizeof(struct rpage_remote_pool_info),
@@ -1163,7 +1190,9 @@ static struct rpage_peer *rpage_peer_alloc(const struct rpage_peer_config *cfg,
 		return NULL;
 	peer->nr_conns = rpage_peer_nr_qps();
 	peer->conns = kcalloc(peer->nr_conns, sizeof(*peer->conns), GFP_KERNEL);
-	if (!peer->conns || rpage_counters_init(&peer->counters)) {
+	if (!peer->conns || rpage_counters_init(&peer->counters) ||
+	    rpage_fault_counters_init(&peer->fault_counters)) {
+		rpage_counters_free(&peer->counters);
 		kfree(peer->conns);
 		kfree(peer);
 		return NULL;

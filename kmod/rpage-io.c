@@ -10,6 +10,7 @@
  * page is done or no page has completed for io_timeout_ms.
  */
 #include "rpage-pri.h"
+#include "rpage-trace.h"
 
 #include <linux/delay.h>
 #include <linux/mm.h>
@@ -22,34 +23,6 @@
 /* Completions reaped per poll. */
 #define RPAGE_IO_BATCH		16
 
-/**
- * struct rpage_io_req - one run of pages to or from one peer
- * @conn: the queue pair the pages go on.
- * @pending: work requests posted and not completed.
- * @status: the first failure a completion reported, 0 if none.
- */
-struct rpage_io_req {
-	struct rpage_conn *conn;
-	atomic_t pending;
-	int status;
-};
-
-/**
- * struct rpage_io_op - one page of a read or write
- * @cqe: completion entry.
- * @wr: the RDMA work request.
- * @sge: the page, as the device sees it.
- * @req: the run it belongs to.
- * @posted_ns: when its work request was posted.
- */
-struct rpage_io_op {
-	struct ib_cqe cqe;
-	struct ib_rdma_wr wr;
-	struct ib_sge sge;
-	struct rpage_io_req *req;
-	u64 posted_ns;
-};
-
 static void rpage_io_done(struct ib_cq *cq, struct ib_wc *wc)
 {
 	struct rpage_io_op *op = container_of(wc->wr_cqe, struct rpage_io_op, cqe);
@@ -61,9 +34,14 @@ static void rpage_io_done(struct ib_cq *cq, struct ib_wc *wc)
 
 	rpage_counters_io(&conn->peer->counters, write, PAGE_SIZE, ns, failed);
 	rpage_counters_io(&conn->dev->counters, write, PAGE_SIZE, ns, failed);
+	trace_rpage_io_done(conn->peer->id, conn->cm_id->qp->qp_num, write,
+			    wc->status, ns);
 	if (failed && !READ_ONCE(req->status))
 		WRITE_ONCE(req->status, wc->status == IB_WC_WR_FLUSH_ERR ?
 			   -ECONNRESET : -EIO);
+	if (req->complete)
+		req->complete(op, failed ? (wc->status == IB_WC_WR_FLUSH_ERR ?
+					    -ECONNRESET : -EIO) : 0);
 	atomic_inc(&req->conn->sq_free);
 	/* The owner may free @op once this reaches zero: touch it last. */
 	atomic_dec(&req->pending);
@@ -81,10 +59,15 @@ static unsigned int rpage_io_post(struct rpage_io_req *req,
 	u64 now;
 	int ret;
 
-	while (k < n && atomic_dec_if_positive(&req->conn->sq_free) >= 0)
+	while (k < n &&
+	       (!req->depth || atomic_read(&req->pending) + k < req->depth) &&
+	       atomic_dec_if_positive(&req->conn->sq_free) >= 0)
 		k++;
 	if (!k)
 		return 0;
+	trace_rpage_io_post(req->conn->peer->id, req->conn->cm_id->qp->qp_num,
+			    ops[0].wr.wr.opcode == IB_WR_RDMA_WRITE,
+			    ops[0].wr.remote_addr, k);
 	now = ktime_get_ns();
 	for (i = 0; i < k; i++) {
 		ops[i].wr.wr.next = i + 1 < k ? &ops[i + 1].wr.wr : NULL;
@@ -109,8 +92,8 @@ static unsigned int rpage_io_post(struct rpage_io_req *req,
  * Runs @n pages on @req's queue pair and waits for all of them. Returns
  * with nothing of them left on the device, whatever happened.
  */
-static int rpage_io_run(struct rpage_io_req *req, struct rpage_io_op *ops,
-			unsigned int n)
+int rpage_io_run(struct rpage_io_req *req, struct rpage_io_op *ops,
+		 unsigned int n)
 {
 	struct ib_qp_attr to_error = { .qp_state = IB_QPS_ERR };
 	unsigned long deadline = jiffies + msecs_to_jiffies(rpage_io_timeout_ms);
@@ -159,45 +142,93 @@ static int rpage_io_run(struct rpage_io_req *req, struct rpage_io_op *ops,
 }
 
 /*
- * Fills in where each page of @iov goes on the peer, and holds the pool
- * in @held; fails with the errno the UAPI promises for a bad pool or
- * range.
+ * Finds the peer's pool @pool_id and holds it for one read or write of
+ * @length bytes at @offset: a withdrawal waits until rpage_rpool_put().
+ * Fails with the errno the UAPI promises for a bad pool or range.
  */
-static int rpage_io_resolve(struct rpage_peer *peer, const struct rpage_iovec *iov,
-			    bool write, struct rpage_io_op *ops,
-			    struct rpage_rpool **held)
+struct rpage_rpool *rpage_rpool_get(struct rpage_peer *peer, u64 pool_id,
+				    u64 offset, u64 length, bool write)
 {
-	struct rpage_rpool *rpool;
-	unsigned long i, nr = iov->length >> PAGE_SHIFT;
-	int ret = -ENOENT;
+	struct rpage_rpool *rpool, *found = ERR_PTR(-ENOENT);
 
 	spin_lock(&peer->rpools_lock);
 	list_for_each_entry(rpool, &peer->rpools, entry) {
-		if (rpool->id != iov->pool_id || rpool->received != rpool->nr_mrs)
+		if (rpool->id != pool_id || rpool->received != rpool->nr_mrs)
 			continue;
-		if (iov->offset >= rpool->length ||
-		    iov->length > rpool->length - iov->offset) {
-			ret = -ERANGE;
+		if (offset >= rpool->length || length > rpool->length - offset) {
+			found = ERR_PTR(-ERANGE);
 		} else if (write && !(rpool->flags & RPAGE_POOL_WRITABLE)) {
-			ret = -EPERM;
+			found = ERR_PTR(-EPERM);
 		} else {
-			for (i = 0; i < nr; i++) {
-				u64 off = iov->offset + (i << PAGE_SHIFT);
-				u64 mr = div64_u64(off, rpool->mr_bytes);
-
-				ops[i].wr.remote_addr = rpool->mrs[mr].iova +
-							off - mr * rpool->mr_bytes;
-				ops[i].wr.rkey = rpool->mrs[mr].rkey;
-			}
-			/* A withdrawal waits for this before it is acknowledged. */
 			rpool->inflight++;
-			*held = rpool;
-			ret = 0;
+			found = rpool;
 		}
 		break;
 	}
 	spin_unlock(&peer->rpools_lock);
-	return ret;
+	return found;
+}
+
+/* Points @op at the page at @offset of @rpool, which the caller holds. */
+void rpage_rpool_locate(const struct rpage_rpool *rpool, u64 offset,
+			struct rpage_io_op *op)
+{
+	u64 mr = div64_u64(offset, rpool->mr_bytes);
+
+	op->wr.remote_addr = rpool->mrs[mr].iova + offset - mr * rpool->mr_bytes;
+	op->wr.rkey = rpool->mrs[mr].rkey;
+}
+
+/* Makes @op move the page mapped at @dma, completing into @req. */
+void rpage_io_op_init(struct rpage_io_op *op, struct rpage_io_req *req,
+		      bool write, u64 dma)
+{
+	op->req = req;
+	op->sge.addr = dma;
+	op->sge.length = PAGE_SIZE;
+	op->sge.lkey = req->conn->dev->pd->local_dma_lkey;
+	op->cqe.done = rpage_io_done;
+	op->wr.wr.wr_cqe = &op->cqe;
+	op->wr.wr.opcode = write ? IB_WR_RDMA_WRITE : IB_WR_RDMA_READ;
+	op->wr.wr.sg_list = &op->sge;
+	op->wr.wr.num_sge = 1;
+	op->wr.wr.send_flags = IB_SEND_SIGNALED;
+}
+
+/*
+ * Takes the peer's queue pair for this CPU for one read or write, with
+ * the peer's io_rwsem held for reading until rpage_io_end(). Fails with
+ * ENOTCONN when the peer is not connected.
+ */
+int rpage_io_begin(struct rpage_peer *peer, struct rpage_conn **connp)
+{
+	struct rpage_conn *conn;
+
+	down_read(&peer->io_rwsem);
+	conn = &peer->conns[raw_smp_processor_id() % peer->nr_conns];
+	if (READ_ONCE(peer->state) != RPAGE_PEER_STATE_CONNECTED ||
+	    !conn->cm_id || conn->state != RPAGE_CONN_CONNECTED) {
+		up_read(&peer->io_rwsem);
+		return -ENOTCONN;
+	}
+	/* iWARP wants a registered sink for READ; rpage uses the DMA lkey. */
+	if (rdma_protocol_iwarp(conn->dev->ibdev, conn->cm_id->port_num)) {
+		up_read(&peer->io_rwsem);
+		return -EOPNOTSUPP;
+	}
+	*connp = conn;
+	return 0;
+}
+
+void rpage_io_end(struct rpage_peer *peer)
+{
+	up_read(&peer->io_rwsem);
+}
+
+/* Whether @err says the peer's connections must be rebuilt. */
+bool rpage_io_transport_error(int err)
+{
+	return err == -EIO || err == -ECONNRESET || err == -ETIMEDOUT;
 }
 
 /* Undoes rpage_io_map(): @pinned pages, those of them mapped. */
@@ -216,14 +247,14 @@ static void rpage_io_release_pages(struct ib_device *ibdev,
 
 /*
  * Pins the caller's buffer of @iov into @pages, as few calls as it
- * takes, and maps it into @ops; *@pinned says how far it got.
+ * takes; *@pinned says how far it got. This runs before the peer's
+ * io_rwsem is taken: the buffer may be an rpage mapping, whose faults
+ * take it too.
  */
-static int rpage_io_map(struct rpage_conn *conn, const struct rpage_iovec *iov,
-			bool write, struct rpage_io_op *ops,
+static int rpage_io_pin(const struct rpage_iovec *iov, bool write,
 			struct page **pages, unsigned long *pinned)
 {
-	struct ib_device *ibdev = conn->dev->ibdev;
-	unsigned long i, nr = iov->length >> PAGE_SHIFT;
+	unsigned long nr = iov->length >> PAGE_SHIFT;
 	long got;
 
 	for (*pinned = 0; *pinned < nr; *pinned += got) {
@@ -233,28 +264,31 @@ static int rpage_io_map(struct rpage_conn *conn, const struct rpage_iovec *iov,
 		if (got <= 0)
 			return -EFAULT;
 	}
-	for (i = 0; i < nr; i++) {
-		struct rpage_io_op *op = &ops[i];
-		u64 dma;
+	return 0;
+}
 
-		dma = ib_dma_map_page(ibdev, pages[i], 0, PAGE_SIZE,
-				      write ? DMA_TO_DEVICE : DMA_FROM_DEVICE);
+/* Maps the pinned @pages for the device into @ops, aimed at @rpool. */
+static int rpage_io_map(struct rpage_io_req *req, const struct rpage_iovec *iov,
+			struct rpage_rpool *rpool, bool write,
+			struct rpage_io_op *ops, struct page **pages)
+{
+	struct ib_device *ibdev = req->conn->dev->ibdev;
+	unsigned long i, nr = iov->length >> PAGE_SHIFT;
+
+	for (i = 0; i < nr; i++) {
+		u64 dma = ib_dma_map_page(ibdev, pages[i], 0, PAGE_SIZE,
+					  write ? DMA_TO_DEVICE : DMA_FROM_DEVICE);
+
 		if (ib_dma_mapping_error(ibdev, dma))
 			return -ENOMEM;
-		op->sge.addr = dma;
-		op->sge.length = PAGE_SIZE;
-		op->sge.lkey = conn->dev->pd->local_dma_lkey;
-		op->cqe.done = rpage_io_done;
-		op->wr.wr.wr_cqe = &op->cqe;
-		op->wr.wr.opcode = write ? IB_WR_RDMA_WRITE : IB_WR_RDMA_READ;
-		op->wr.wr.sg_list = &op->sge;
-		op->wr.wr.num_sge = 1;
-		op->wr.wr.send_flags = IB_SEND_SIGNALED;
+		rpage_io_op_init(&ops[i], req, write, dma);
+		rpage_rpool_locate(rpool, iov->offset + (i << PAGE_SHIFT),
+				   &ops[i]);
 	}
 	return 0;
 }
 
-/* One range: resolve, pin, transfer, release. */
+/* One range: pin, resolve, transfer, release. */
 static int rpage_io_one(struct rpage_peer *peer, const struct rpage_iovec *iov,
 			bool write)
 {
@@ -263,56 +297,46 @@ static int rpage_io_one(struct rpage_peer *peer, const struct rpage_iovec *iov,
 	struct rpage_io_req req = {};
 	unsigned long pinned = 0;
 	struct rpage_io_op *ops;
-	struct rpage_conn *conn;
 	struct page **pages;
 	int ret;
 
 	ops = kvcalloc(nr, sizeof(*ops), GFP_KERNEL);
 	pages = kvcalloc(nr, sizeof(*pages), GFP_KERNEL);
 	if (!ops || !pages) {
-		kvfree(ops);
-		kvfree(pages);
-		return -ENOMEM;
+		ret = -ENOMEM;
+		goto out_free;
 	}
-
-	down_read(&peer->io_rwsem);
-	conn = &peer->conns[raw_smp_processor_id() % peer->nr_conns];
-	if (READ_ONCE(peer->state) != RPAGE_PEER_STATE_CONNECTED ||
-	    !conn->cm_id || conn->state != RPAGE_CONN_CONNECTED) {
-		ret = -ENOTCONN;
-		goto out;
-	}
-	/* iWARP wants a registered sink for READ; rpage uses the DMA lkey. */
-	if (rdma_protocol_iwarp(conn->dev->ibdev, conn->cm_id->port_num)) {
-		ret = -EOPNOTSUPP;
-		goto out;
-	}
-	ret = rpage_io_resolve(peer, iov, write, ops, &rpool);
+	ret = rpage_io_pin(iov, write, pages, &pinned);
 	if (ret)
-		goto out;
-	req.conn = conn;
-	ret = rpage_io_map(conn, iov, write, ops, pages, &pinned);
-	if (!ret) {
-		unsigned int i;
-
-		for (i = 0; i < nr; i++)
-			ops[i].req = &req;
+		goto out_unpin;
+	ret = rpage_io_begin(peer, &req.conn);
+	if (ret)
+		goto out_unpin;
+	rpool = rpage_rpool_get(peer, iov->pool_id, iov->offset, iov->length,
+				write);
+	if (IS_ERR(rpool)) {
+		ret = PTR_ERR(rpool);
+		rpage_io_end(peer);
+		goto out_unpin;
+	}
+	ret = rpage_io_map(&req, iov, rpool, write, ops, pages);
+	if (!ret)
 		ret = rpage_io_run(&req, ops, nr);
+	if (ret == -EDEADLK) {
+		/* Pages the device may still write to are never given back. */
+		rpage_io_end(peer);
+		return -ETIMEDOUT;
 	}
-	/* Pages the device may still write to are never given back. */
-	if (ret != -EDEADLK) {
-		rpage_io_release_pages(conn->dev->ibdev, ops, pages, pinned,
-				       write);
-		rpage_rpool_put(peer, rpool);
-	}
-out:
-	up_read(&peer->io_rwsem);
-	if (ret != -EDEADLK) {
-		kvfree(ops);
-		kvfree(pages);
-	} else {
-		ret = -ETIMEDOUT;
-	}
+	rpage_io_release_pages(req.conn->dev->ibdev, ops, pages, pinned, write);
+	pinned = 0;
+	rpage_rpool_put(peer, rpool);
+	rpage_io_end(peer);
+out_unpin:
+	if (pinned)
+		unpin_user_pages(pages, pinned);
+out_free:
+	kvfree(ops);
+	kvfree(pages);
 	return ret;
 }
 
@@ -364,8 +388,7 @@ static long rpage_io(void __user *argp, bool write)
 			goto out;
 		}
 		ret = rpage_io_one(peer, &iovs[i], write);
-		/* A transport failure: the connection set must be rebuilt. */
-		if (ret == -EIO || ret == -ECONNRESET || ret == -ETIMEDOUT)
+		if (rpage_io_transport_error(ret))
 			rpage_peer_io_failed(peer);
 		rpage_peer_put(peer);
 		if (ret == -ECONNRESET)

@@ -162,6 +162,7 @@ static int rpage_open(struct inode *inode, struct file *file)
 		return -ENOMEM;
 	mutex_init(&rfile->lock);
 	INIT_LIST_HEAD(&rfile->pools);
+	rfile->file = file;
 	file->private_data = rfile;
 	return 0;
 }
@@ -172,6 +173,7 @@ static int rpage_release(struct inode *inode, struct file *file)
 
 	/* What the process exported goes with its file (or its death). */
 	rpage_pools_file_release(rfile);
+	rpage_maps_file_release(rfile);
 	mutex_destroy(&rfile->lock);
 	kfree(rfile);
 	return 0;
@@ -305,6 +307,30 @@ static const struct rpage_ioctl_desc rpage_ioctls[] = {
 		.cmd = RPAGE_IOC_DEVICE_STATS,
 		.handler = rpage_ioctl_device_stats,
 	},
+	[_RPAGE_MAP] = {
+		.cmd = RPAGE_IOC_MAP,
+		.handler = rpage_ioctl_map,
+	},
+	[_RPAGE_UNMAP] = {
+		.cmd = RPAGE_IOC_UNMAP,
+		.handler = rpage_ioctl_unmap,
+	},
+	[_RPAGE_PREFETCH] = {
+		.cmd = RPAGE_IOC_PREFETCH,
+		.handler = rpage_ioctl_prefetch,
+	},
+	[_RPAGE_EVICT] = {
+		.cmd = RPAGE_IOC_EVICT,
+		.handler = rpage_ioctl_evict,
+	},
+	[_RPAGE_MAP_STATS] = {
+		.cmd = RPAGE_IOC_MAP_STATS,
+		.handler = rpage_ioctl_map_stats,
+	},
+	[_RPAGE_PEER_FAULT_STATS] = {
+		.cmd = RPAGE_IOC_PEER_FAULT_STATS,
+		.handler = rpage_ioctl_peer_fault_stats,
+	},
 };
 
 static long rpage_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
@@ -335,6 +361,7 @@ static const struct file_operations rpage_fops = {
 	.release	= rpage_release,
 	.unlocked_ioctl	= rpage_ioctl,
 	.compat_ioctl	= compat_ptr_ioctl,
+	.mmap		= rpage_mmap,
 	.llseek		= noop_llseek,
 };
 
@@ -356,9 +383,12 @@ static int __init rpage_init(void)
 	rpage_wq = alloc_workqueue("rpage", WQ_MEM_RECLAIM, 0);
 	if (!rpage_wq)
 		return -ENOMEM;
-	ret = rpage_ibdev_init();
+	ret = rpage_fault_init();
 	if (ret)
 		goto err_wq;
+	ret = rpage_ibdev_init();
+	if (ret)
+		goto err_fault;
 	ret = misc_register(&rpage_misc);
 	if (ret)
 		goto err_ibdev;
@@ -369,6 +399,8 @@ static int __init rpage_init(void)
 
 err_ibdev:
 	rpage_ibdev_exit();
+err_fault:
+	rpage_fault_exit();
 err_wq:
 	destroy_workqueue(rpage_wq);
 	return ret;
@@ -377,6 +409,8 @@ err_wq:
 static void __exit rpage_exit(void)
 {
 	misc_deregister(&rpage_misc);
+	/* No more files, so no more prefetches: let the last ones end. */
+	rpage_fault_exit();
 	/* No more ioctls: take down the configuration, then the devices. */
 	rpage_peers_exit();
 	rpage_endpoints_exit();

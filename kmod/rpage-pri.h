@@ -14,6 +14,8 @@
 #include <linux/socket.h>
 #include <linux/rwsem.h>
 #include <linux/scatterlist.h>
+#include <linux/xarray.h>
+#include <linux/mm_types.h>
 #include <rdma/ib_verbs.h>
 #include <rdma/rdma_cm.h>
 
@@ -35,6 +37,7 @@ extern struct workqueue_struct *rpage_wq;
 
 /**
  * struct rpage_file - what one open file of /dev/rpage owns
+ * @file: the open file.
  * @lock: protects @features against concurrent handshakes.
  * @api_done: the RPAGE_IOC_API handshake succeeded on this file.
  * @features: the feature bits the handshake enabled.
@@ -42,6 +45,7 @@ extern struct workqueue_struct *rpage_wq;
  *	destroyed when it closes.
  */
 struct rpage_file {
+	struct file *file;
 	struct mutex lock;	/* protects features */
 	bool api_done;
 	u64 features;
@@ -116,6 +120,7 @@ enum rpage_conn_state {
 };
 
 struct rpage_peer;
+struct rpage_io_op;
 
 /**
  * struct rpage_conn - one RC queue pair to or from a peer
@@ -242,6 +247,7 @@ enum rpage_peer_state {
  * @remote_proto: the peer's protocol version, major << 16 | minor.
  * @counters: traffic to the peer; its connects are outbound connection
  *	sets established, its rejects outbound attempts the peer refused.
+ * @fault_counters: the fault path of every mapping of its pools.
  * @id: the handle userspace names the peer by in reads and writes.
  * @io_rwsem: held for reading by every read or write in flight on the
  *	outbound queue pairs, for writing while they are torn down.
@@ -267,11 +273,130 @@ struct rpage_peer {
 	u64 remote_node_id;
 	u32 remote_proto;
 	struct rpage_counters counters;
+	struct rpage_fault_counters_pcpu __percpu *fault_counters;
 	u32 id;
 	struct rw_semaphore io_rwsem;
 	spinlock_t rpools_lock;		/* see kernel-doc */
 	struct list_head rpools;
 };
+
+/* Counters of the fault path (struct rpage_fault_stats), in its order. */
+enum rpage_fault_count {
+	RPAGE_FC_FAULTS,
+	RPAGE_FC_MINOR,
+	RPAGE_FC_WAITS,
+	RPAGE_FC_PREFETCHED,
+	RPAGE_FC_PREFETCH_HITS,
+	RPAGE_FC_EVICTED,
+	RPAGE_FC_WRITTEN,
+	RPAGE_FC_SIGBUS,
+	RPAGE_FC_NR,
+};
+
+/**
+ * struct rpage_fault_counters_pcpu - one CPU's fault-path counters
+ * @count: indexed by enum rpage_fault_count.
+ * @latency: time of each fault in rpage, log2 ns buckets.
+ */
+struct rpage_fault_counters_pcpu {
+	u64 count[RPAGE_FC_NR];
+	u64 latency[RPAGE_HIST_BUCKETS];
+};
+
+/**
+ * struct rpage_io_req - pages in flight on one queue pair for one caller
+ * @conn: the queue pair.
+ * @pending: work requests posted and not completed.
+ * @status: the first failure a completion reported, 0 if none.
+ * @depth: most work requests in flight at once; 0 for as many as the
+ *	send queue holds.
+ * @complete: if set, told of each page as it completes (in the context
+ *	of whoever polls the completion queue; must not sleep).
+ */
+struct rpage_io_req {
+	struct rpage_conn *conn;
+	atomic_t pending;
+	int status;
+	unsigned int depth;
+	void (*complete)(struct rpage_io_op *op, int status);
+};
+
+/**
+ * struct rpage_io_op - one page of a transfer
+ * @cqe: completion entry.
+ * @wr: the RDMA work request.
+ * @sge: the page, as the device sees it.
+ * @req: the run it belongs to.
+ * @posted_ns: when its work request was posted.
+ * @cookie: the owner's, for @req->complete.
+ */
+struct rpage_io_op {
+	struct ib_cqe cqe;
+	struct ib_rdma_wr wr;
+	struct ib_sge sge;
+	struct rpage_io_req *req;
+	u64 posted_ns;
+	unsigned long cookie;
+};
+
+/**
+ * struct rpage_mapping - a remote mapping (RPAGE_IOC_MAP)
+ * @ref: held by its file's table (until RPAGE_IOC_UNMAP or close), by
+ *	every virtual memory area mapping it and by prefetches in flight.
+ * @id: its id; the mmap offset is @id << RPAGE_MAP_ID_SHIFT pages.
+ * @owner: the file it was created through; only compared, never used.
+ * @f_mapping: the address space of that file, for unmapping pages.
+ * @peer: the peer whose pool it maps, referenced.
+ * @pool_id: the pool.
+ * @pool_offset: where in the pool the mapping starts, bytes.
+ * @pgoff: the page offset of its first page in @f_mapping.
+ * @nr_pages: pages.
+ * @flags: RPAGE_MAP_*.
+ * @pages: its pages by index: absent (NULL), here (a struct page, holding
+ *	a reference) or busy being fetched or evicted (RPAGE_PAGE_BUSY).
+ * @counters: its fault-path counters, per CPU.
+ * @ra_lock: protects the read-ahead state below.
+ * @ra_last: the index of the last fault.
+ * @ra_stride: the distance between the last two faults.
+ * @ra_next: the next index read-ahead would queue.
+ * @ra_window: pages read-ahead queues next; 0 while no pattern is seen.
+ */
+struct rpage_mapping {
+	struct kref ref;
+	u32 id;
+	const struct rpage_file *owner;
+	struct address_space *f_mapping;
+	struct rpage_peer *peer;
+	u64 pool_id;
+	u64 pool_offset;
+	pgoff_t pgoff;
+	unsigned long nr_pages;
+	u32 flags;
+	struct xarray pages;
+	struct rpage_fault_counters_pcpu __percpu *counters;
+	spinlock_t ra_lock;		/* see kernel-doc */
+	long ra_last;
+	long ra_stride;
+	long ra_next;
+	unsigned int ra_window;
+};
+
+/* How a fault ended, for its tracepoint. */
+enum rpage_fault_result {
+	RPAGE_FAULT_FETCHED,
+	RPAGE_FAULT_MINOR,
+	RPAGE_FAULT_WAITED,
+	RPAGE_FAULT_SIGBUS,
+};
+
+/* The mmap offset of mapping @id, in pages; ids have 19 bits. */
+#define RPAGE_MAP_ID_SHIFT	32
+#define RPAGE_MAP_ID_MAX	((1U << 19) - 1)
+
+/* A page of a mapping being fetched or evicted: faults on it wait. */
+#define RPAGE_PAGE_BUSY		xa_mk_value(1)
+/* A page prefetch brought in and no fault has used yet. */
+#define RPAGE_MARK_PREFETCHED	XA_MARK_0
 
 /* rpage-pool.c: the memory this host exports. */
 extern struct mutex rpage_pools_lock;
@@ -339,9 +464,46 @@ void rpage_counters_sum(const struct rpage_counters *c, struct rpage_stats *out)
 long rpage_ioctl_peer_stats(struct rpage_file *rfile, void __user *argp);
 long rpage_ioctl_device_stats(struct rpage_file *rfile, void __user *argp);
 
+int rpage_fault_counters_init(struct rpage_fault_counters_pcpu __percpu **c);
+void rpage_fault_counters_free(struct rpage_fault_counters_pcpu __percpu **c);
+void rpage_fault_count(struct rpage_mapping *map, enum rpage_fault_count what,
+		       u64 n);
+void rpage_fault_count_latency(struct rpage_mapping *map, u64 ns);
+void rpage_fault_counters_sum(struct rpage_fault_counters_pcpu __percpu *c,
+			      struct rpage_fault_stats *out);
+long rpage_ioctl_peer_fault_stats(struct rpage_file *rfile, void __user *argp);
+
 /* rpage-io.c */
 long rpage_ioctl_read(struct rpage_file *rfile, void __user *argp);
 long rpage_ioctl_write(struct rpage_file *rfile, void __user *argp);
+int rpage_io_begin(struct rpage_peer *peer, struct rpage_conn **connp);
+void rpage_io_end(struct rpage_peer *peer);
+struct rpage_rpool *rpage_rpool_get(struct rpage_peer *peer, u64 pool_id,
+				    u64 offset, u64 length, bool write);
+void rpage_rpool_locate(const struct rpage_rpool *rpool, u64 offset,
+			struct rpage_io_op *op);
+void rpage_io_op_init(struct rpage_io_op *op, struct rpage_io_req *req,
+		      bool write, u64 dma);
+int rpage_io_run(struct rpage_io_req *req, struct rpage_io_op *ops,
+		 unsigned int n);
+bool rpage_io_transport_error(int err);
+
+/* rpage-map.c */
+long rpage_ioctl_map(struct rpage_file *rfile, void __user *argp);
+long rpage_ioctl_unmap(struct rpage_file *rfile, void __user *argp);
+long rpage_ioctl_evict(struct rpage_file *rfile, void __user *argp);
+long rpage_ioctl_map_stats(struct rpage_file *rfile, void __user *argp);
+struct rpage_mapping *rpage_map_get(const struct rpage_file *rfile, u64 id);
+void rpage_map_put(struct rpage_mapping *map);
+void rpage_maps_file_release(struct rpage_file *rfile);
+int rpage_mmap(struct file *file, struct vm_area_struct *vma);
+void rpage_map_wake(struct rpage_mapping *map);
+
+/* rpage-fault.c */
+int rpage_fault_init(void);
+void rpage_fault_exit(void);
+vm_fault_t rpage_vm_fault(struct vm_fault *vmf);
+long rpage_ioctl_prefetch(struct rpage_file *rfile, void __user *argp);
 
 /* rpage-endpoint.c */
 void rpage_endpoints_device_removed(struct rpage_ibdev *dev);

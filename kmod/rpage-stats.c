@@ -73,3 +73,57 @@ void rpage_counters_sum(const struct rpage_counters *c, struct rpage_stats *out)
 	out->connects = atomic64_read(&c->connects);
 	out->rejects = atomic64_read(&c->rejects);
 }
+
+int rpage_fault_counters_init(struct rpage_fault_counters_pcpu __percpu **c)
+{
+	*c = alloc_percpu(struct rpage_fault_counters_pcpu);
+	return *c ? 0 : -ENOMEM;
+}
+
+void rpage_fault_counters_free(struct rpage_fault_counters_pcpu __percpu **c)
+{
+	free_percpu(*c);
+	*c = NULL;
+}
+
+/* Counts @n of @what for @map and for its peer. */
+void rpage_fault_count(struct rpage_mapping *map, enum rpage_fault_count what,
+		       u64 n)
+{
+	this_cpu_add(map->counters->count[what], n);
+	this_cpu_add(map->peer->fault_counters->count[what], n);
+}
+
+/* One fault of @map took @ns nanoseconds in rpage. */
+void rpage_fault_count_latency(struct rpage_mapping *map, u64 ns)
+{
+	unsigned int b = rpage_hist_bucket(ns);
+
+	this_cpu_inc(map->counters->latency[b]);
+	this_cpu_inc(map->peer->fault_counters->latency[b]);
+}
+
+void rpage_fault_counters_sum(struct rpage_fault_counters_pcpu __percpu *c,
+			      struct rpage_fault_stats *out)
+{
+	u64 count[RPAGE_FC_NR] = {};
+	unsigned int cpu, i;
+
+	memset(out, 0, sizeof(*out));
+	for_each_possible_cpu(cpu) {
+		const struct rpage_fault_counters_pcpu *p = per_cpu_ptr(c, cpu);
+
+		for (i = 0; i < RPAGE_FC_NR; i++)
+			count[i] += p->count[i];
+		for (i = 0; i < RPAGE_HIST_BUCKETS; i++)
+			out->latency[i] += p->latency[i];
+	}
+	out->faults = count[RPAGE_FC_FAULTS];
+	out->minor_faults = count[RPAGE_FC_MINOR];
+	out->waits = count[RPAGE_FC_WAITS];
+	out->prefetched = count[RPAGE_FC_PREFETCHED];
+	out->prefetch_hits = count[RPAGE_FC_PREFETCH_HITS];
+	out->evicted = count[RPAGE_FC_EVICTED];
+	out->written = count[RPAGE_FC_WRITTEN];
+	out->sigbus = count[RPAGE_FC_SIGBUS];
+}

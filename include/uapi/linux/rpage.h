@@ -55,6 +55,12 @@ enum {
 	_RPAGE_WRITE		= 0x0e,
 	_RPAGE_PEER_STATS	= 0x0f,
 	_RPAGE_DEVICE_STATS	= 0x10,
+	_RPAGE_MAP		= 0x11,
+	_RPAGE_UNMAP		= 0x12,
+	_RPAGE_PREFETCH		= 0x13,
+	_RPAGE_EVICT		= 0x14,
+	_RPAGE_MAP_STATS	= 0x15,
+	_RPAGE_PEER_FAULT_STATS	= 0x16,
 };
 
 /**
@@ -455,6 +461,185 @@ struct rpage_device_stats {
 	struct rpage_stats stats;
 };
 
+/* Remote mapping flags (struct rpage_map.flags). */
+/* Read ahead on faults that follow a sequential or strided pattern. */
+#define RPAGE_MAP_READAHEAD	(1U << 0)
+#define RPAGE_MAP_FLAGS_ALL	RPAGE_MAP_READAHEAD
+
+/* Most bytes one remote mapping covers: 2^32 pages. */
+#define RPAGE_MAP_MAX_BYTES	(1ULL << 44)
+
+/**
+ * struct rpage_map - create a remote mapping of a peer's pool
+ * @peer_id: in: the peer (struct rpage_peer_info.id).
+ * @flags: in: RPAGE_MAP_*.
+ * @pool_id: in: the peer's pool; it must be known (announced) now.
+ * @offset: in: byte offset in the pool, a multiple of the page size.
+ * @length: in: bytes, a non-zero multiple of the page size, within the
+ *	pool.
+ * @map_id: out: the mapping's id, never 0.
+ * @mmap_offset: out: the offset to pass to mmap(2) on the same file,
+ *	with MAP_SHARED and a length of at most @length (a part of the
+ *	mapping may be mapped at @mmap_offset + its offset).
+ * @reserved: must be zero.
+ *
+ * The mapping belongs to the file: it is destroyed by RPAGE_IOC_UNMAP or
+ * when the file closes, and virtual memory areas mapping it keep it
+ * until they are unmapped. Every page starts absent; the first touch of
+ * a page reads it from the peer inside the page fault, and from then on
+ * the page is local and writable (post-copy). Pages that cannot be read
+ * (peer unreachable, pool gone, no completion within the module
+ * parameter io_timeout_ms) raise SIGBUS; pages already here stay.
+ */
+struct rpage_map {
+	__u32 peer_id;
+	__u32 flags;
+	__u64 pool_id;
+	__u64 offset;
+	__u64 length;
+	__u64 map_id;
+	__u64 mmap_offset;
+	__u64 reserved[4];
+};
+
+/**
+ * struct rpage_unmap - destroy a remote mapping
+ * @map_id: the mapping, created through this file.
+ * @reserved: must be zero.
+ *
+ * The id stops naming the mapping at once; areas still mapped keep
+ * their pages until munmap(2). Local changes are not written back:
+ * evict first to keep them.
+ */
+struct rpage_unmap {
+	__u64 map_id;
+	__u64 reserved[3];
+};
+
+/* Prefetch queue depth when struct rpage_prefetch.depth is 0, and most. */
+#define RPAGE_PREFETCH_DEPTH_DEFAULT	32
+#define RPAGE_PREFETCH_DEPTH_MAX	256
+
+/* Prefetch flags (struct rpage_prefetch.flags). */
+/* Return only once every page of the range has arrived (or failed). */
+#define RPAGE_PREFETCH_WAIT	(1U << 0)
+#define RPAGE_PREFETCH_FLAGS_ALL	RPAGE_PREFETCH_WAIT
+
+/**
+ * struct rpage_prefetch - fetch a range of a mapping ahead of use
+ * @map_id: in: the mapping, created through this file.
+ * @flags: in: RPAGE_PREFETCH_*.
+ * @depth: in: READs in flight at once; 0 for the default, at most
+ *	RPAGE_PREFETCH_DEPTH_MAX.
+ * @offset: in: byte offset in the mapping, a multiple of the page size.
+ * @length: in: bytes, a non-zero multiple of the page size, within the
+ *	mapping.
+ * @queued: out: pages this call queued; pages already here or being
+ *	fetched are skipped.
+ * @failed: out: with RPAGE_PREFETCH_WAIT, pages that could not be read
+ *	(a later touch retries them); 0 otherwise.
+ * @reserved: must be zero.
+ *
+ * Every absent page of the range is claimed before the call returns:
+ * a fault on one of them from then on waits for the prefetch's READ
+ * instead of issuing its own. Without RPAGE_PREFETCH_WAIT the READs run
+ * in the background.
+ */
+struct rpage_prefetch {
+	__u64 map_id;
+	__u32 flags;
+	__u32 depth;
+	__u64 offset;
+	__u64 length;
+	__u64 queued;
+	__u64 failed;
+	__u64 reserved[4];
+};
+
+/**
+ * struct rpage_evict - write back and drop a range of a mapping
+ * @map_id: in: the mapping, created through this file.
+ * @flags: in: must be zero.
+ * @reserved0: must be zero.
+ * @offset: in: byte offset in the mapping, a multiple of the page size.
+ * @length: in: bytes, a non-zero multiple of the page size, within the
+ *	mapping.
+ * @evicted: out: pages dropped.
+ * @written: out: of those, the dirty ones written back first.
+ * @reserved: must be zero.
+ *
+ * Dirty pages are written back to the pool with RDMA WRITEs, then every
+ * page of the range is dropped from every process mapping it, so that
+ * the next touch reads it from the peer again. Pages being fetched are
+ * left alone. All or nothing: if a dirty page cannot be written back
+ * (EROFS for a read-only pool, or a transfer error) no page is dropped.
+ */
+struct rpage_evict {
+	__u64 map_id;
+	__u32 flags;
+	__u32 reserved0;
+	__u64 offset;
+	__u64 length;
+	__u64 evicted;
+	__u64 written;
+	__u64 reserved[4];
+};
+
+/**
+ * struct rpage_fault_stats - what the fault path of a mapping or peer did
+ * @faults: faults that read their page from the peer with their own READ.
+ * @minor_faults: faults that found their page already here.
+ * @waits: faults that waited for a READ of their page already in flight
+ *	(another fault's or a prefetch's).
+ * @prefetched: pages read by prefetch or read-ahead.
+ * @prefetch_hits: faults served by a prefetched page (also counted in
+ *	@minor_faults or @waits).
+ * @evicted: pages evicted.
+ * @written: dirty pages written back by eviction.
+ * @sigbus: faults answered with SIGBUS.
+ * @reserved: zero.
+ * @latency: histogram of every fault's time in rpage, from entry to the
+ *	page being ready, log2 buckets of nanoseconds.
+ */
+struct rpage_fault_stats {
+	__u64 faults;
+	__u64 minor_faults;
+	__u64 waits;
+	__u64 prefetched;
+	__u64 prefetch_hits;
+	__u64 evicted;
+	__u64 written;
+	__u64 sigbus;
+	__u64 reserved[8];
+	__u64 latency[RPAGE_HIST_BUCKETS];
+};
+
+/**
+ * struct rpage_map_stats - RPAGE_IOC_MAP_STATS
+ * @map_id: in: the mapping, created through this file.
+ * @reserved: must be zero.
+ * @stats: out: its counters.
+ */
+struct rpage_map_stats {
+	__u64 map_id;
+	__u64 reserved[3];
+	struct rpage_fault_stats stats;
+};
+
+/**
+ * struct rpage_peer_fault_stats - one entry of RPAGE_IOC_PEER_FAULT_STATS
+ * @name: the peer's name.
+ * @peer_id: its id.
+ * @reserved0: zero.
+ * @stats: the counters of every mapping of its pools, past and present.
+ */
+struct rpage_peer_fault_stats {
+	char  name[RPAGE_NAME_MAX];
+	__u32 peer_id;
+	__u32 reserved0;
+	struct rpage_fault_stats stats;
+};
+
 #define RPAGE_IOC_API \
 	_IOWR(RPAGE_IOC_MAGIC, _RPAGE_API, struct rpage_api)
 #define RPAGE_IOC_DEVICE_LIST \
@@ -492,6 +677,19 @@ struct rpage_device_stats {
 #define RPAGE_IOC_DEVICE_STATS \
 	_IOWR(RPAGE_IOC_MAGIC, _RPAGE_DEVICE_STATS, struct rpage_list)
 
+#define RPAGE_IOC_MAP \
+	_IOWR(RPAGE_IOC_MAGIC, _RPAGE_MAP, struct rpage_map)
+#define RPAGE_IOC_UNMAP \
+	_IOW(RPAGE_IOC_MAGIC, _RPAGE_UNMAP, struct rpage_unmap)
+#define RPAGE_IOC_PREFETCH \
+	_IOWR(RPAGE_IOC_MAGIC, _RPAGE_PREFETCH, struct rpage_prefetch)
+#define RPAGE_IOC_EVICT \
+	_IOWR(RPAGE_IOC_MAGIC, _RPAGE_EVICT, struct rpage_evict)
+#define RPAGE_IOC_MAP_STATS \
+	_IOWR(RPAGE_IOC_MAGIC, _RPAGE_MAP_STATS, struct rpage_map_stats)
+#define RPAGE_IOC_PEER_FAULT_STATS \
+	_IOWR(RPAGE_IOC_MAGIC, _RPAGE_PEER_FAULT_STATS, struct rpage_list)
+
 #define RPAGE_API_IOCTLS \
 	((1ULL << _RPAGE_API) | (1ULL << _RPAGE_DEVICE_LIST) | \
 	 (1ULL << _RPAGE_ENDPOINT_ADD) | (1ULL << _RPAGE_ENDPOINT_DEL) | \
@@ -501,6 +699,9 @@ struct rpage_device_stats {
 	 (1ULL << _RPAGE_POOL_DESTROY) | (1ULL << _RPAGE_POOL_LIST) | \
 	 (1ULL << _RPAGE_REMOTE_POOL_LIST) | (1ULL << _RPAGE_READ) | \
 	 (1ULL << _RPAGE_WRITE) | (1ULL << _RPAGE_PEER_STATS) | \
-	 (1ULL << _RPAGE_DEVICE_STATS))
+	 (1ULL << _RPAGE_DEVICE_STATS) | (1ULL << _RPAGE_MAP) | \
+	 (1ULL << _RPAGE_UNMAP) | (1ULL << _RPAGE_PREFETCH) | \
+	 (1ULL << _RPAGE_EVICT) | (1ULL << _RPAGE_MAP_STATS) | \
+	 (1ULL << _RPAGE_PEER_FAULT_STATS))
 
 #endif /* _UAPI_LINUX_RPAGE_H */

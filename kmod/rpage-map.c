@@ -1,0 +1,453 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * rpage: remote mappings - their lifetime, mmap and eviction.
+ *
+ * A mapping is a window on a peer's pool, owned by the /dev/rpage file
+ * it was created through. Its pages live in an xarray indexed by page:
+ * absent, busy (being fetched or evicted) or here. The virtual memory
+ * areas mapping it are MAP_SHARED areas of the file at a fake offset
+ * (the mapping's id in the high bits, as DRM does), so the kernel's own
+ * unmap_mapping_range() finds every area of every process that maps a
+ * page when the page must go. The fault path is in rpage-fault.c.
+ */
+#include "rpage-pri.h"
+
+#include <linux/mm.h>
+#include <linux/pagemap.h>
+#include <linux/slab.h>
+#include <linux/uaccess.h>
+#include <linux/wait_bit.h>
+
+/* Every mapping on the host, by id. */
+static DEFINE_XARRAY_ALLOC1(rpage_maps);
+static u32 rpage_maps_next;
+
+/* Wakes faults waiting for a busy page of @map to settle. */
+void rpage_map_wake(struct rpage_mapping *map)
+{
+	/* The page's new entry is visible before the waiters look. */
+	smp_mb();
+	wake_up_var(map);
+}
+
+static void rpage_map_release(struct kref *ref)
+{
+	struct rpage_mapping *map = container_of(ref, struct rpage_mapping, ref);
+	unsigned long index;
+	void *entry;
+
+	xa_for_each(&map->pages, index, entry)
+		if (!xa_is_value(entry))
+			put_page(entry);
+	xa_destroy(&map->pages);
+	rpage_fault_counters_free(&map->counters);
+	rpage_peer_put(map->peer);
+	kfree(map);
+}
+
+void rpage_map_put(struct rpage_mapping *map)
+{
+	kref_put(&map->ref, rpage_map_release);
+}
+
+/* The mapping @id created through @rfile, referenced; NULL if none. */
+struct rpage_mapping *rpage_map_get(const struct rpage_file *rfile, u64 id)
+{
+	struct rpage_mapping *map;
+
+	if (!id || id > RPAGE_MAP_ID_MAX)
+		return NULL;
+	rcu_read_lock();
+	map = xa_load(&rpage_maps, id);
+	if (map && (map->owner != rfile || !kref_get_unless_zero(&map->ref)))
+		map = NULL;
+	rcu_read_unlock();
+	return map;
+}
+
+static int rpage_map_check(const struct rpage_map *arg)
+{
+	if (arg->flags & ~RPAGE_MAP_FLAGS_ALL ||
+	    memchr_inv(arg->reserved, 0, sizeof(arg->reserved)) ||
+	    arg->map_id || arg->mmap_offset ||
+	    !arg->length || !PAGE_ALIGNED(arg->length) ||
+	    !PAGE_ALIGNED(arg->offset))
+		return -EINVAL;
+	if (arg->length > RPAGE_MAP_MAX_BYTES)
+		return -E2BIG;
+	return 0;
+}
+
+long rpage_ioctl_map(struct rpage_file *rfile, void __user *argp)
+{
+	struct rpage_mapping *map;
+	struct rpage_rpool *rpool;
+	struct rpage_map arg;
+	u32 id;
+	int ret;
+
+	if (copy_from_user(&arg, argp, sizeof(arg)))
+		return -EFAULT;
+	ret = rpage_map_check(&arg);
+	if (ret)
+		return ret;
+
+	map = kzalloc(sizeof(*map), GFP_KERNEL);
+	if (!map)
+		return -ENOMEM;
+	map->peer = rpage_peer_get_by_id(arg.peer_id);
+	if (!map->peer) {
+		kfree(map);
+		return -ENOENT;
+	}
+	kref_init(&map->ref);
+	xa_init(&map->pages);
+	spin_lock_init(&map->ra_lock);
+	map->owner = rfile;
+	map->f_mapping = rfile->file->f_mapping;
+	map->pool_id = arg.pool_id;
+	map->pool_offset = arg.offset;
+	map->nr_pages = arg.length >> PAGE_SHIFT;
+	map->flags = arg.flags;
+	ret = rpage_fault_counters_init(&map->counters);
+	if (ret)
+		goto err;
+
+	/* The pool must be there now; a later withdrawal makes faults fail. */
+	rpool = rpage_rpool_get(map->peer, arg.pool_id, arg.offset, arg.length,
+				false);
+	if (IS_ERR(rpool)) {
+		ret = PTR_ERR(rpool);
+		goto err;
+	}
+	rpage_rpool_put(map->peer, rpool);
+
+	ret = xa_alloc_cyclic(&rpage_maps, &id, map,
+			      XA_LIMIT(1, RPAGE_MAP_ID_MAX), &rpage_maps_next,
+			      GFP_KERNEL);
+	if (ret < 0)
+		goto err;
+	map->id = id;
+	map->pgoff = (pgoff_t)id << RPAGE_MAP_ID_SHIFT;
+
+	arg.map_id = id;
+	arg.mmap_offset = (u64)map->pgoff << PAGE_SHIFT;
+	if (copy_to_user(argp, &arg, sizeof(arg))) {
+		xa_erase(&rpage_maps, id);
+		ret = -EFAULT;
+		goto err;
+	}
+	return 0;
+
+err:
+	rpage_map_put(map);
+	return ret;
+}
+
+/* Takes mapping @id out of the table if @rfile owns it; returns it. */
+static struct rpage_mapping *rpage_map_unlink(const struct rpage_file *rfile,
+					      unsigned long id)
+{
+	struct rpage_mapping *map;
+
+	xa_lock(&rpage_maps);
+	map = xa_load(&rpage_maps, id);
+	if (map && map->owner == rfile)
+		__xa_erase(&rpage_maps, id);
+	else
+		map = NULL;
+	xa_unlock(&rpage_maps);
+	return map;
+}
+
+long rpage_ioctl_unmap(struct rpage_file *rfile, void __user *argp)
+{
+	struct rpage_mapping *map;
+	struct rpage_unmap arg;
+
+	if (copy_from_user(&arg, argp, sizeof(arg)))
+		return -EFAULT;
+	if (memchr_inv(arg.reserved, 0, sizeof(arg.reserved)))
+		return -EINVAL;
+	if (!arg.map_id || arg.map_id > RPAGE_MAP_ID_MAX)
+		return -ENOENT;
+	map = rpage_map_unlink(rfile, arg.map_id);
+	if (!map)
+		return -ENOENT;
+	/* Areas still mapping it keep it until they are unmapped. */
+	rpage_map_put(map);
+	return 0;
+}
+
+/* The file is closing: no area maps anything of it any more. */
+void rpage_maps_file_release(struct rpage_file *rfile)
+{
+	struct rpage_mapping *map;
+	unsigned long id;
+
+	xa_for_each(&rpage_maps, id, map) {
+		map = rpage_map_unlink(rfile, id);
+		if (map)
+			rpage_map_put(map);
+	}
+}
+
+long rpage_ioctl_map_stats(struct rpage_file *rfile, void __user *argp)
+{
+	struct rpage_mapping *map;
+	struct rpage_map_stats arg;
+
+	if (copy_from_user(&arg, argp, sizeof(arg)))
+		return -EFAULT;
+	if (memchr_inv(arg.reserved, 0, sizeof(arg.reserved)))
+		return -EINVAL;
+	map = rpage_map_get(rfile, arg.map_id);
+	if (!map)
+		return -ENOENT;
+	rpage_fault_counters_sum(map->counters, &arg.stats);
+	rpage_map_put(map);
+	return copy_to_user(argp, &arg, sizeof(arg)) ? -EFAULT : 0;
+}
+
+static void rpage_vm_open(struct vm_area_struct *vma)
+{
+	struct rpage_mapping *map = vma->vm_private_data;
+
+	/* fork, or a split by munmap or mprotect of part of the area. */
+	kref_get(&map->ref);
+}
+
+static void rpage_vm_close(struct vm_area_struct *vma)
+{
+	rpage_map_put(vma->vm_private_data);
+}
+
+static const struct vm_operations_struct rpage_vm_ops = {
+	.open	= rpage_vm_open,
+	.close	= rpage_vm_close,
+	.fault	= rpage_vm_fault,
+};
+
+int rpage_mmap(struct file *file, struct vm_area_struct *vma)
+{
+	struct rpage_file *rfile = file->private_data;
+	struct rpage_mapping *map;
+	pgoff_t first;
+
+	/* Pairs with the smp_store_release() in rpage_ioctl_api(). */
+	if (!smp_load_acquire(&rfile->api_done))
+		return -EINVAL;
+	/* Private (copy-on-write) mappings of remote pages are not offered. */
+	if (!(vma->vm_flags & VM_MAYSHARE))
+		return -EINVAL;
+	map = rpage_map_get(rfile, vma->vm_pgoff >> RPAGE_MAP_ID_SHIFT);
+	if (!map)
+		return -EINVAL;
+	first = vma->vm_pgoff - map->pgoff;
+	if (first >= map->nr_pages || vma_pages(vma) > map->nr_pages - first) {
+		rpage_map_put(map);
+		return -EINVAL;
+	}
+	/*
+	 * The area cannot grow past the mapping (mremap), is left out of
+	 * core dumps (which would fetch every page) and, being special, of
+	 * mlock: its pages are the mapping's, not the LRU's.
+	 */
+	rpage_vm_flags_set(vma, VM_DONTEXPAND | VM_DONTDUMP);
+	vma->vm_ops = &rpage_vm_ops;
+	vma->vm_private_data = map;
+	return 0;
+}
+
+/*
+ * Eviction. Every page here in the range is made busy, so that faults
+ * wait; its mappings are zapped, which moves the dirty bits of the page
+ * tables to the pages; dirty pages are written back; then the pages
+ * go. On failure every page is put back as it was.
+ */
+struct rpage_evict_batch {
+	struct rpage_mapping *map;
+	unsigned long nr;
+	unsigned long nr_dirty;
+	unsigned long *index;
+	struct page **pages;
+};
+
+/*
+ * Ends an eviction: drops the pages of @b, or puts them back; or, when
+ * the device never finished writing the dirty ones (@stuck), gives
+ * those up to it and makes them absent.
+ */
+static void rpage_evict_settle(struct rpage_evict_batch *b, bool drop,
+			       bool stuck)
+{
+	unsigned long i;
+
+	for (i = 0; i < b->nr; i++) {
+		if (stuck && i < b->nr_dirty) {
+			xa_erase(&b->map->pages, b->index[i]);
+		} else if (drop) {
+			xa_erase(&b->map->pages, b->index[i]);
+			put_page(b->pages[i]);
+		} else {
+			xa_store(&b->map->pages, b->index[i], b->pages[i],
+				 GFP_KERNEL);
+		}
+	}
+	rpage_map_wake(b->map);
+}
+
+static void rpage_evict_claim(struct rpage_evict_batch *b, unsigned long first,
+			      unsigned long last)
+{
+	XA_STATE(xas, &b->map->pages, first);
+	void *entry;
+
+	xas_lock(&xas);
+	xas_for_each(&xas, entry, last) {
+		if (xa_is_value(entry))
+			continue;
+		b->index[b->nr] = xas.xa_index;
+		b->pages[b->nr++] = entry;
+		xas_clear_mark(&xas, RPAGE_MARK_PREFETCHED);
+		xas_store(&xas, RPAGE_PAGE_BUSY);
+	}
+	xas_unlock(&xas);
+}
+
+/* Writes back the dirty pages of @b (moved to its front) to the pool. */
+static int rpage_evict_write(struct rpage_evict_batch *b)
+{
+	struct rpage_mapping *map = b->map;
+	struct rpage_peer *peer = map->peer;
+	struct rpage_io_req req = {};
+	struct rpage_rpool *rpool;
+	struct rpage_io_op *ops;
+	struct ib_device *ibdev;
+	unsigned long i;
+	int ret;
+
+	ops = kvcalloc(b->nr_dirty, sizeof(*ops), GFP_KERNEL);
+	if (!ops)
+		return -ENOMEM;
+	ret = rpage_io_begin(peer, &req.conn);
+	if (ret)
+		goto out_free;
+	rpool = rpage_rpool_get(peer, map->pool_id, map->pool_offset,
+				(u64)map->nr_pages << PAGE_SHIFT, true);
+	if (IS_ERR(rpool)) {
+		ret = PTR_ERR(rpool) == -EPERM ? -EROFS : PTR_ERR(rpool);
+		goto out_end;
+	}
+	ibdev = req.conn->dev->ibdev;
+	for (i = 0; i < b->nr_dirty; i++) {
+		u64 dma = ib_dma_map_page(ibdev, b->pages[i], 0, PAGE_SIZE,
+					  DMA_TO_DEVICE);
+
+		if (ib_dma_mapping_error(ibdev, dma)) {
+			ret = -ENOMEM;
+			break;
+		}
+		rpage_io_op_init(&ops[i], &req, true, dma);
+		rpage_rpool_locate(rpool, map->pool_offset +
+				   ((u64)b->index[i] << PAGE_SHIFT), &ops[i]);
+	}
+	if (!ret)
+		ret = rpage_io_run(&req, ops, b->nr_dirty);
+	if (ret == -EDEADLK) {
+		/* The device may still read the pages: they stay its. */
+		rpage_io_end(peer);
+		rpage_peer_io_failed(peer);
+		return ret;
+	}
+	for (i = 0; i < b->nr_dirty && ops[i].sge.addr; i++)
+		ib_dma_unmap_page(ibdev, ops[i].sge.addr, PAGE_SIZE,
+				  DMA_TO_DEVICE);
+	rpage_rpool_put(peer, rpool);
+out_end:
+	rpage_io_end(peer);
+	if (rpage_io_transport_error(ret))
+		rpage_peer_io_failed(peer);
+out_free:
+	kvfree(ops);
+	return ret;
+}
+
+/* Moves the dirty pages of @b to its front; counts them. */
+static void rpage_evict_sort_dirty(struct rpage_evict_batch *b)
+{
+	unsigned long i;
+
+	for (i = 0; i < b->nr; i++) {
+		if (!PageDirty(b->pages[i]))
+			continue;
+		swap(b->pages[i], b->pages[b->nr_dirty]);
+		swap(b->index[i], b->index[b->nr_dirty]);
+		b->nr_dirty++;
+	}
+}
+
+static int rpage_evict(struct rpage_mapping *map, unsigned long first,
+		       unsigned long nr, struct rpage_evict *arg)
+{
+	struct rpage_evict_batch b = { .map = map };
+	int ret = 0;
+
+	b.index = kvcalloc(nr, sizeof(*b.index), GFP_KERNEL);
+	b.pages = kvcalloc(nr, sizeof(*b.pages), GFP_KERNEL);
+	if (!b.index || !b.pages) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	rpage_evict_claim(&b, first, first + nr - 1);
+	if (!b.nr)
+		goto out;
+	unmap_mapping_range(map->f_mapping,
+			    (loff_t)(map->pgoff + first) << PAGE_SHIFT,
+			    (loff_t)nr << PAGE_SHIFT, 1);
+	rpage_evict_sort_dirty(&b);
+	if (b.nr_dirty)
+		ret = rpage_evict_write(&b);
+	rpage_evict_settle(&b, !ret, ret == -EDEADLK);
+	if (ret == -EDEADLK)
+		ret = -ETIMEDOUT;
+	if (!ret) {
+		arg->evicted = b.nr;
+		arg->written = b.nr_dirty;
+		rpage_fault_count(map, RPAGE_FC_EVICTED, b.nr);
+		rpage_fault_count(map, RPAGE_FC_WRITTEN, b.nr_dirty);
+	}
+out:
+	kvfree(b.index);
+	kvfree(b.pages);
+	return ret;
+}
+
+long rpage_ioctl_evict(struct rpage_file *rfile, void __user *argp)
+{
+	struct rpage_mapping *map;
+	struct rpage_evict arg;
+	int ret;
+
+	if (copy_from_user(&arg, argp, sizeof(arg)))
+		return -EFAULT;
+	if (arg.flags || arg.reserved0 || arg.evicted || arg.written ||
+	    memchr_inv(arg.reserved, 0, sizeof(arg.reserved)) ||
+	    !arg.length || !PAGE_ALIGNED(arg.length) ||
+	    !PAGE_ALIGNED(arg.offset))
+		return -EINVAL;
+	map = rpage_map_get(rfile, arg.map_id);
+	if (!map)
+		return -ENOENT;
+	if (arg.offset >= (u64)map->nr_pages << PAGE_SHIFT ||
+	    arg.length > ((u64)map->nr_pages << PAGE_SHIFT) - arg.offset) {
+		ret = -ERANGE;
+	} else {
+		ret = rpage_evict(map, arg.offset >> PAGE_SHIFT,
+				  arg.length >> PAGE_SHIFT, &arg);
+	}
+	rpage_map_put(map);
+	if (!ret && copy_to_user(argp, &arg, sizeof(arg)))
+		ret = -EFAULT;
+	return ret;
+}
