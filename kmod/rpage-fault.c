@@ -330,7 +330,7 @@ long rpage_ioctl_prefetch(struct rpage_file *rfile, void __user *argp)
 	if (copy_from_user(&arg, argp, sizeof(arg)))
 		return -EFAULT;
 	if (arg.flags & ~RPAGE_PREFETCH_FLAGS_ALL ||
-	    arg.depth > RPAGE_PREFETCH_DEPTH_MAX || arg.queued || arg.failed ||
+	    arg.depth > RPAGE_PREFETCH_DEPTH_MAX ||
 	    memchr_inv(arg.reserved, 0, sizeof(arg.reserved)) ||
 	    !arg.length || !PAGE_ALIGNED(arg.length) ||
 	    !PAGE_ALIGNED(arg.offset))
@@ -346,6 +346,8 @@ long rpage_ioctl_prefetch(struct rpage_file *rfile, void __user *argp)
 	run = rpage_prefetch_claim(map, arg.offset >> PAGE_SHIFT, 1,
 				   arg.length >> PAGE_SHIFT,
 				   arg.depth ?: RPAGE_PREFETCH_DEPTH_DEFAULT);
+	arg.queued = 0;
+	arg.failed = 0;
 	if (!run)
 		goto out;
 	arg.queued = run->nr;

@@ -69,7 +69,6 @@ static int rpage_map_check(const struct rpage_map *arg)
 {
 	if (arg->flags & ~RPAGE_MAP_FLAGS_ALL ||
 	    memchr_inv(arg->reserved, 0, sizeof(arg->reserved)) ||
-	    arg->map_id || arg->mmap_offset ||
 	    !arg->length || !PAGE_ALIGNED(arg->length) ||
 	    !PAGE_ALIGNED(arg->offset))
 		return -EINVAL;
@@ -431,7 +430,7 @@ long rpage_ioctl_evict(struct rpage_file *rfile, void __user *argp)
 
 	if (copy_from_user(&arg, argp, sizeof(arg)))
 		return -EFAULT;
-	if (arg.flags || arg.reserved0 || arg.evicted || arg.written ||
+	if (arg.flags || arg.reserved0 ||
 	    memchr_inv(arg.reserved, 0, sizeof(arg.reserved)) ||
 	    !arg.length || !PAGE_ALIGNED(arg.length) ||
 	    !PAGE_ALIGNED(arg.offset))
@@ -443,6 +442,8 @@ long rpage_ioctl_evict(struct rpage_file *rfile, void __user *argp)
 	    arg.length > ((u64)map->nr_pages << PAGE_SHIFT) - arg.offset) {
 		ret = -ERANGE;
 	} else {
+		arg.evicted = 0;
+		arg.written = 0;
 		ret = rpage_evict(map, arg.offset >> PAGE_SHIFT,
 				  arg.length >> PAGE_SHIFT, &arg);
 	}

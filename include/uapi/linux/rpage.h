@@ -476,7 +476,7 @@ struct rpage_device_stats {
  * @pool_id: in: the peer's pool; it must be known (announced) now.
  * @offset: in: byte offset in the pool, a multiple of the page size.
  * @length: in: bytes, a non-zero multiple of the page size, within the
- *	pool.
+ *	pool, at most RPAGE_MAP_MAX_BYTES (E2BIG).
  * @map_id: out: the mapping's id, never 0.
  * @mmap_offset: out: the offset to pass to mmap(2) on the same file,
  *	with MAP_SHARED and a length of at most @length (a part of the
@@ -515,6 +515,11 @@ struct rpage_unmap {
 	__u64 map_id;
 	__u64 reserved[3];
 };
+
+/*
+ * Fields marked "out" below are written by the call and ignored on
+ * input, so a structure may be reused for the next call.
+ */
 
 /* Prefetch queue depth when struct rpage_prefetch.depth is 0, and most. */
 #define RPAGE_PREFETCH_DEPTH_DEFAULT	32
