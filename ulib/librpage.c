@@ -1,8 +1,12 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
- * librpage: one function per ioctl of /dev/rpage, and the address
- * helpers that fill and print struct rpage_addr.
+ * librpage: one function per ioctl of /dev/rpage, the address helpers
+ * that fill and print struct rpage_addr, and the pair that creates and
+ * mmaps a remote mapping, and unmaps and destroys it, in one call.
  */
+/* A mapping's mmap offset may not fit a 32-bit off_t. */
+#define _FILE_OFFSET_BITS 64
+
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -13,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 
 #include "librpage.h"
@@ -128,6 +133,85 @@ RPAGE_EXPORT int rpage_peer_stats(int fd, struct rpage_list *list)
 RPAGE_EXPORT int rpage_device_stats(int fd, struct rpage_list *list)
 {
 	return rpage_ioctl(fd, RPAGE_IOC_DEVICE_STATS, list);
+}
+
+RPAGE_EXPORT int rpage_map_create(int fd, struct rpage_map *map)
+{
+	return rpage_ioctl(fd, RPAGE_IOC_MAP, map);
+}
+
+RPAGE_EXPORT int rpage_map_destroy(int fd, const struct rpage_unmap *unmap)
+{
+	return rpage_ioctl(fd, RPAGE_IOC_UNMAP, (void *)unmap);
+}
+
+RPAGE_EXPORT int rpage_map_prefetch(int fd, struct rpage_prefetch *pf)
+{
+	return rpage_ioctl(fd, RPAGE_IOC_PREFETCH, pf);
+}
+
+RPAGE_EXPORT int rpage_map_evict(int fd, struct rpage_evict *ev)
+{
+	return rpage_ioctl(fd, RPAGE_IOC_EVICT, ev);
+}
+
+RPAGE_EXPORT int rpage_map_stats(int fd, struct rpage_map_stats *st)
+{
+	return rpage_ioctl(fd, RPAGE_IOC_MAP_STATS, st);
+}
+
+RPAGE_EXPORT int rpage_peer_fault_stats(int fd, struct rpage_list *list)
+{
+	return rpage_ioctl(fd, RPAGE_IOC_PEER_FAULT_STATS, list);
+}
+
+/* RPAGE_IOC_UNMAP of @map_id: 0 or -errno. */
+static int map_id_destroy(int fd, __u64 map_id)
+{
+	struct rpage_unmap unmap = { .map_id = map_id };
+
+	return rpage_ioctl(fd, RPAGE_IOC_UNMAP, &unmap);
+}
+
+RPAGE_EXPORT int rpage_map(int fd, struct rpage_map *map, void **addr)
+{
+	void *area = MAP_FAILED;
+	int ret, err = ENOMEM;
+
+	if (!map || !addr)
+		return rpage_error(EINVAL);
+	ret = rpage_ioctl(fd, RPAGE_IOC_MAP, map);
+	if (ret < 0)
+		return ret;
+	/* A 32-bit process cannot map more than size_t bytes: ENOMEM. */
+	if ((size_t)map->length == map->length) {
+		area = mmap(NULL, (size_t)map->length, PROT_READ | PROT_WRITE,
+			    MAP_SHARED, fd, (off_t)map->mmap_offset);
+		if (area == MAP_FAILED)
+			err = errno;
+	}
+	if (area == MAP_FAILED) {
+		/* Leave no mapping behind that the caller never got. */
+		map_id_destroy(fd, map->map_id);
+		return rpage_error(err);
+	}
+	*addr = area;
+	return 0;
+}
+
+RPAGE_EXPORT int rpage_unmap(int fd, const struct rpage_map *map, void *addr)
+{
+	int ret = 0, err;
+
+	if (!map)
+		return rpage_error(EINVAL);
+	if (munmap(addr, (size_t)map->length) < 0)
+		ret = -errno;
+	err = map_id_destroy(fd, map->map_id);
+	/* The first failure wins, in errno too. */
+	if (ret < 0)
+		return rpage_error(-ret);
+	return err;
 }
 
 /* Bucket bounds must fit in a __u64: 2^63 is the largest. */

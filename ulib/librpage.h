@@ -97,6 +97,55 @@ int rpage_peer_stats(int fd, struct rpage_list *list);
 int rpage_device_stats(int fd, struct rpage_list *list);
 
 /*
+ * RPAGE_IOC_MAP: a remote mapping of a range of a peer's pool, owned by
+ * @fd; fills @map->map_id and @map->mmap_offset, the offset to mmap(2)
+ * @fd at with MAP_SHARED. Its pages are read from the peer on first
+ * touch.
+ */
+int rpage_map_create(int fd, struct rpage_map *map);
+
+/*
+ * RPAGE_IOC_UNMAP: destroy a mapping (by id); areas still mapped keep
+ * working until munmap(2). Local changes are not written back.
+ */
+int rpage_map_destroy(int fd, const struct rpage_unmap *unmap);
+
+/*
+ * rpage_map_create(), then mmap(2) of the whole mapping, read and
+ * write, MAP_SHARED; the address goes to *@addr. If mmap fails, the
+ * mapping is destroyed again and mmap's -errno returned.
+ */
+int rpage_map(int fd, struct rpage_map *map, void **addr);
+
+/*
+ * munmap(2) of the @map->length bytes at @addr, then rpage_map_destroy()
+ * of @map->map_id: the pair that undoes rpage_map(). Both are done; the
+ * first failure is returned.
+ */
+int rpage_unmap(int fd, const struct rpage_map *map, void *addr);
+
+/*
+ * RPAGE_IOC_PREFETCH: read a range of a mapping ahead of its use, in
+ * the background or, with RPAGE_PREFETCH_WAIT, before returning.
+ */
+int rpage_map_prefetch(int fd, struct rpage_prefetch *pf);
+
+/*
+ * RPAGE_IOC_EVICT: write a range's dirty pages back to the pool and
+ * drop its pages, so that the next touch reads them again.
+ */
+int rpage_map_evict(int fd, struct rpage_evict *ev);
+
+/*
+ * RPAGE_IOC_MAP_STATS, RPAGE_IOC_PEER_FAULT_STATS: the fault-path
+ * counters and latency histogram of one mapping, or of every peer (all
+ * mappings of its pools); the list's entries are struct
+ * rpage_peer_fault_stats.
+ */
+int rpage_map_stats(int fd, struct rpage_map_stats *st);
+int rpage_peer_fault_stats(int fd, struct rpage_list *list);
+
+/*
  * The latency below which @pct percent (0 < @pct <= 100) of the counts
  * of the log2 histogram @hist (@buckets buckets, 1 to 64, laid out as
  * struct rpage_stats.latency) fall, as the upper bound of the bucket

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * rpagectl: the `stat` object: the counters and latency histograms of
- * reads and writes, by peer and by RDMA device.
+ * reads and writes, by peer and by RDMA device, and of the page faults
+ * of remote mappings, by peer.
  */
 #include <inttypes.h>
 #include <stddef.h>
@@ -59,29 +60,22 @@ static void format_ns(uint64_t ns, char *buf, size_t len)
 		snprintf(buf, len, "%.3g%s", val, units[u].unit);
 }
 
-/*
- * The counters of a peer or device: the rest of its text line after its
- * name and id, or the members of its JSON object.
- */
-static void stats_print(struct json_writer *jw, const struct rpage_stats *st)
-{
-	static const struct {
-		const char *name;
-		size_t offset;
-	} counters[] = {
-		{ "reads", offsetof(struct rpage_stats, reads) },
-		{ "writes", offsetof(struct rpage_stats, writes) },
-		{ "read_bytes", offsetof(struct rpage_stats, read_bytes) },
-		{ "write_bytes", offsetof(struct rpage_stats, write_bytes) },
-		{ "errors", offsetof(struct rpage_stats, errors) },
-		{ "connects", offsetof(struct rpage_stats, connects) },
-		{ "rejects", offsetof(struct rpage_stats, rejects) },
-	};
-	__u64 ns[NR_STAT_PERCENTILES];
-	bool empty = false;
-	char text[32];
+/* A counter of a stats struct: its name in the output, and where it is. */
+struct stat_counter {
+	const char *name;
+	size_t offset;
+};
 
-	for (size_t i = 0; i < sizeof(counters) / sizeof(counters[0]); i++) {
+#define STAT_COUNTER(type, field) { #field, offsetof(type, field) }
+
+/*
+ * The __u64 counters @counters[@count] of @st: " name value" each in
+ * the text output, or members of the open JSON object.
+ */
+static void counters_print(struct json_writer *jw, const void *st,
+			   const struct stat_counter *counters, size_t count)
+{
+	for (size_t i = 0; i < count; i++) {
 		__u64 val;
 
 		memcpy(&val, (const char *)st + counters[i].offset, sizeof(val));
@@ -90,10 +84,27 @@ static void stats_print(struct json_writer *jw, const struct rpage_stats *st)
 		else
 			printf(" %s %" PRIu64, counters[i].name, (uint64_t)val);
 	}
+}
+
+/*
+ * A latency histogram (RPAGE_HIST_BUCKETS log2 buckets of ns): in the
+ * text output " latency p50 ... p99.9 ... samples N" ("latency none" when
+ * it is empty), in JSON the member "latency", an object with the
+ * percentiles, the sample count and the non-empty buckets.
+ */
+static void latency_print(struct json_writer *jw, const __u64 *hist)
+{
+	__u64 ns[NR_STAT_PERCENTILES];
+	uint64_t samples = 0;
+	bool empty = false;
+	char text[32];
+
+	for (unsigned int b = 0; b < RPAGE_HIST_BUCKETS; b++)
+		samples += hist[b];
 	for (size_t i = 0; i < NR_STAT_PERCENTILES; i++)
-		if (rpage_hist_percentile(st->latency, RPAGE_HIST_BUCKETS,
+		if (rpage_hist_percentile(hist, RPAGE_HIST_BUCKETS,
 					  stat_percentiles[i].pct, &ns[i]) < 0)
-			empty = true;	/* -ENODATA: no page has completed */
+			empty = true;	/* -ENODATA: nothing was counted */
 
 	if (!jw) {
 		printf(" latency");
@@ -103,7 +114,7 @@ static void stats_print(struct json_writer *jw, const struct rpage_stats *st)
 			format_ns(ns[i], text, sizeof(text));
 			printf(" %s %s", stat_percentiles[i].text, text);
 		}
-		putchar('\n');
+		printf(" samples %" PRIu64, samples);
 		return;
 	}
 	json_open_object(jw, "latency");
@@ -113,35 +124,94 @@ static void stats_print(struct json_writer *jw, const struct rpage_stats *st)
 		else
 			json_uint(jw, stat_percentiles[i].key, ns[i]);
 	}
+	json_uint(jw, "samples", samples);
 	/* Bucket i holds [2^i, 2^(i+1)) ns; the last one has no bound. */
 	json_open_array(jw, "histogram");
 	for (unsigned int b = 0; b < RPAGE_HIST_BUCKETS; b++) {
-		if (!st->latency[b])
+		if (!hist[b])
 			continue;
 		json_open_object(jw, NULL);
 		if (b + 1 < RPAGE_HIST_BUCKETS)
 			json_uint(jw, "le_ns", 1ULL << (b + 1));
 		else
 			json_null(jw, "le_ns");
-		json_uint(jw, "count", st->latency[b]);
+		json_uint(jw, "count", hist[b]);
 		json_close_object(jw);
 	}
 	json_close_array(jw);
 	json_close_object(jw);
 }
 
+/*
+ * The counters of a peer or device: the rest of its text line after its
+ * name and id, or the members of its JSON object.
+ */
+static void stats_print(struct json_writer *jw, const struct rpage_stats *st)
+{
+	static const struct stat_counter counters[] = {
+		STAT_COUNTER(struct rpage_stats, reads),
+		STAT_COUNTER(struct rpage_stats, writes),
+		STAT_COUNTER(struct rpage_stats, read_bytes),
+		STAT_COUNTER(struct rpage_stats, write_bytes),
+		STAT_COUNTER(struct rpage_stats, errors),
+		STAT_COUNTER(struct rpage_stats, connects),
+		STAT_COUNTER(struct rpage_stats, rejects),
+	};
+
+	counters_print(jw, st, counters, sizeof(counters) / sizeof(counters[0]));
+	latency_print(jw, st->latency);
+	if (!jw)
+		putchar('\n');
+}
+
+/*
+ * A peer's fault-path counters: an indented text line of its own after
+ * the peer's, starting with "fault", or the JSON object "fault".
+ */
+static void fault_stats_print(struct json_writer *jw,
+			      const struct rpage_fault_stats *st)
+{
+	static const struct stat_counter counters[] = {
+		STAT_COUNTER(struct rpage_fault_stats, faults),
+		STAT_COUNTER(struct rpage_fault_stats, minor_faults),
+		STAT_COUNTER(struct rpage_fault_stats, waits),
+		STAT_COUNTER(struct rpage_fault_stats, prefetched),
+		STAT_COUNTER(struct rpage_fault_stats, prefetch_hits),
+		STAT_COUNTER(struct rpage_fault_stats, evicted),
+		STAT_COUNTER(struct rpage_fault_stats, written),
+		STAT_COUNTER(struct rpage_fault_stats, sigbus),
+	};
+
+	if (jw)
+		json_open_object(jw, "fault");
+	else
+		printf("    fault");
+	counters_print(jw, st, counters, sizeof(counters) / sizeof(counters[0]));
+	latency_print(jw, st->latency);
+	if (jw)
+		json_close_object(jw);
+	else
+		putchar('\n');
+}
+
+/* @fault: the peer's fault-path counters, or NULL to leave them out. */
 static void peer_stats_print(struct json_writer *jw,
-			     const struct rpage_peer_stats *ps)
+			     const struct rpage_peer_stats *ps,
+			     const struct rpage_peer_fault_stats *fault)
 {
 	if (!jw) {
 		printf("peer %s id %u", ps->name, ps->peer_id);
 		stats_print(NULL, &ps->stats);
+		if (fault)
+			fault_stats_print(NULL, &fault->stats);
 		return;
 	}
 	json_open_object(jw, NULL);
 	json_string(jw, "name", ps->name);
 	json_uint(jw, "id", ps->peer_id);
 	stats_print(jw, &ps->stats);
+	if (fault)
+		fault_stats_print(jw, &fault->stats);
 	json_close_object(jw);
 }
 
@@ -167,45 +237,88 @@ static const char *const stat_words[] = {
 	[STAT_HELP] = "help", NULL,
 };
 
+/* fetch_stats() reads the names of these lists' entries from their start. */
+_Static_assert(offsetof(struct rpage_peer_stats, name) == 0 &&
+	       offsetof(struct rpage_device_stats, name) == 0 &&
+	       offsetof(struct rpage_peer_fault_stats, name) == 0,
+	       "stats entries start with their name");
+
+/*
+ * Reads a whole stats list, of @size-byte entries that start with a
+ * char name[RPAGE_NAME_MAX], into a new array, NUL-terminates the
+ * names, and sets *@found if one is @name (when @name is not NULL).
+ * Returns the number of entries, or a negative errno once reported.
+ */
+static int fetch_stats(int fd, int (*list_fn)(int, struct rpage_list *),
+		       size_t size, const char *name, bool *found,
+		       void **entries)
+{
+	int count;
+
+	*entries = NULL;
+	count = fetch_list(fd, list_fn, size, entries);
+	if (count < 0) {
+		fail_cmd("stat show", NULL, -count, NULL);
+		return count;
+	}
+	for (int i = 0; i < count; i++) {
+		char *entry_name = (char *)*entries + (size_t)i * size;
+
+		entry_name[RPAGE_NAME_MAX - 1] = '\0';
+		*found |= name && !strcmp(entry_name, name);
+	}
+	return count;
+}
+
+/* The fault-path counters of the peer @peer_id among @faults, or NULL. */
+static const struct rpage_peer_fault_stats *
+find_fault_stats(const struct rpage_peer_fault_stats *faults, int count,
+		 __u32 peer_id)
+{
+	for (int i = 0; i < count; i++)
+		if (faults[i].peer_id == peer_id)
+			return &faults[i];
+	return NULL;
+}
+
 /*
  * stat [ show ] [ peer [ NAME ] | device [ NAME ] ]: @which is STAT_PEER,
- * STAT_DEVICE or STAT_SHOW (both). Both lists are read before anything
- * is printed, so that a failure prints one line and nothing else.
+ * STAT_DEVICE or STAT_SHOW (both); @faults: the module has
+ * RPAGE_IOC_PEER_FAULT_STATS, so each peer's fault-path counters are
+ * shown too. The lists are read before anything is printed, so that a
+ * failure prints one line and nothing else.
  */
-static int stat_show(int fd, int which, const char *name)
+static int stat_show(int fd, int which, const char *name, bool faults)
 {
+	struct rpage_peer_fault_stats *peer_faults = NULL;
 	struct rpage_device_stats *devs = NULL;
 	struct rpage_peer_stats *peers = NULL;
-	int npeers = 0, ndevs = 0, status = 1;
+	int npeers = 0, ndevs = 0, nfaults = 0, status = 1;
 	struct json_writer jw;
 	bool found = false;
 	void *buf;
 
 	if (which != STAT_DEVICE) {
-		buf = NULL;
-		npeers = fetch_list(fd, rpage_peer_stats, sizeof(*peers), &buf);
+		npeers = fetch_stats(fd, rpage_peer_stats, sizeof(*peers), name,
+				     &found, &buf);
 		peers = buf;
-		if (npeers < 0) {
-			fail_cmd("stat show", NULL, -npeers, NULL);
+		if (npeers < 0)
 			goto out;
-		}
-		for (int i = 0; i < npeers; i++) {
-			peers[i].name[sizeof(peers[i].name) - 1] = '\0';
-			found |= name && !strcmp(peers[i].name, name);
-		}
+	}
+	if (which != STAT_DEVICE && faults) {
+		/* Peers are matched by id: a name may be reused in between. */
+		nfaults = fetch_stats(fd, rpage_peer_fault_stats,
+				      sizeof(*peer_faults), NULL, &found, &buf);
+		peer_faults = buf;
+		if (nfaults < 0)
+			goto out;
 	}
 	if (which != STAT_PEER) {
-		buf = NULL;
-		ndevs = fetch_list(fd, rpage_device_stats, sizeof(*devs), &buf);
+		ndevs = fetch_stats(fd, rpage_device_stats, sizeof(*devs), name,
+				    &found, &buf);
 		devs = buf;
-		if (ndevs < 0) {
-			fail_cmd("stat show", NULL, -ndevs, NULL);
+		if (ndevs < 0)
 			goto out;
-		}
-		for (int i = 0; i < ndevs; i++) {
-			devs[i].name[sizeof(devs[i].name) - 1] = '\0';
-			found |= name && !strcmp(devs[i].name, name);
-		}
 	}
 	if (name && !found) {
 		fail("stat: no %s named %s", which == STAT_PEER ? "peer" : "device",
@@ -222,7 +335,9 @@ static int stat_show(int fd, int which, const char *name)
 			json_open_array(&jw, "peers");
 		for (int i = 0; i < npeers; i++)
 			if (!name || !strcmp(peers[i].name, name))
-				peer_stats_print(opt_json ? &jw : NULL, &peers[i]);
+				peer_stats_print(opt_json ? &jw : NULL, &peers[i],
+						 find_fault_stats(peer_faults, nfaults,
+								  peers[i].peer_id));
 		if (opt_json)
 			json_close_array(&jw);
 	}
@@ -242,12 +357,14 @@ static int stat_show(int fd, int which, const char *name)
 	status = 0;
 out:
 	free(peers);
+	free(peer_faults);
 	free(devs);
 	return status;
 }
 
 int cmd_stat(int argc, char **argv)
 {
+	struct rpage_api api;
 	int which = STAT_SHOW, word, fd, ret;
 	const char *name = NULL;
 	int i = 0;
@@ -278,10 +395,11 @@ int cmd_stat(int argc, char **argv)
 		return usage_error("stat show %s %s: unexpected argument '%s'",
 				   stat_words[which], name, argv[i]);
 
-	fd = open_device(NULL);
+	fd = open_device(&api);
 	if (fd < 0)
 		return 1;
-	ret = stat_show(fd, which, name);
+	ret = stat_show(fd, which, name,
+			api.ioctls & (1ULL << _RPAGE_PEER_FAULT_STATS));
 	close(fd);
 	return ret;
 }

@@ -315,7 +315,7 @@ static const struct rpagectl_object objects[] = {
 	{ "pool",     cmd_pool,     "memory this host exports to its peers, and theirs" },
 	{ "read",     cmd_read,     "copy pages of a peer's pool to a file" },
 	{ "write",    cmd_write,    "copy a file into pages of a peer's pool" },
-	{ "stat",     cmd_stat,     "counters and latency of reads and writes, by peer and device" },
+	{ "stat",     cmd_stat,     "counters and latency of reads, writes and faults" },
 	{ "version",  cmd_version,  "library and module versions" },
 	{ "help",     cmd_help,     "this text" },
 };
