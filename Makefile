@@ -8,12 +8,13 @@
 #   make KDIR=/path/to/build  against another kernel's headers
 #   make check                every test, in QEMU guests (README.md)
 #   make demo                 the two-host demo, in QEMU guests
+#   make bench                rpage against its baselines, in QEMU guests
 #   make install              library, headers, rpagectl, man pages
 
 VERSION := $(shell cat VERSION)
 # librpage's ABI: MAJOR changes only if a released symbol breaks.
 ABI_MAJOR := 1
-ABI_VERSION := $(ABI_MAJOR).0.0
+ABI_VERSION := $(ABI_MAJOR).1.0
 
 # The running kernel's build dir; where there is none (a host that
 # cannot load modules), the newest installed Debian headers.
@@ -49,9 +50,9 @@ LIB_HDRS := ulib/librpage.h include/uapi/linux/rpage.h
 
 KSELFTEST_DIR := build/kselftest
 # kselftest_harness programs, and the rdma-core peers the tests use.
-TEST_PROGS := rpage_api_test rpage_config_test rpage_pool_test
-RDMA_PEERS := rpage_rogue_peer
-TEST_TOOLS := rpage_pattern
+TEST_PROGS := rpage_api_test rpage_config_test rpage_pool_test rpage_map_test
+RDMA_PEERS := rpage_rogue_peer rpage_uffd_baseline
+TEST_TOOLS := rpage_pattern rpage_fault rpage-bench
 TEST_BINS := $(addprefix $(O_USER)/selftests/,$(TEST_PROGS) $(RDMA_PEERS) \
 	$(TEST_TOOLS))
 
@@ -109,11 +110,20 @@ $(O_USER)/selftests/rpage_rogue_peer: selftests/rpage_rogue_peer.c \
 	@mkdir -p $(dir $@)
 	$(CC) $(USER_CFLAGS) -o $@ $< -lrdmacm -libverbs
 
-# Fills, checks, exports and moves pool contents of a known pattern.
-$(O_USER)/selftests/rpage_pattern: selftests/rpage_pattern.c \
+# The baseline rpage is measured against: a userfaultfd handler thread
+# fetching pages with libibverbs or over TCP, and the server it reads.
+$(O_USER)/selftests/rpage_uffd_baseline: selftests/rpage_uffd_baseline.c
+	@mkdir -p $(dir $@)
+	$(CC) $(USER_CFLAGS) -pthread -o $@ $< -lrdmacm -libverbs
+
+# The tools the test scripts drive, on librpage alone: rpage_pattern
+# fills, checks, exports and moves pool contents of a known pattern;
+# rpage_fault touches, prefetches and evicts remote mappings of them.
+$(addprefix $(O_USER)/selftests/,$(TEST_TOOLS)): $(O_USER)/selftests/%: \
+		selftests/%.c selftests/rpage_tool.h selftests/rpage_test.h \
 		selftests/rpage_pattern.h $(LIB_A)
 	@mkdir -p $(dir $@)
-	$(CC) $(USER_CFLAGS) -o $@ $< $(LIB_A)
+	$(CC) $(USER_CFLAGS) -pthread -o $@ $< $(LIB_A)
 
 $(O_USER)/selftests/%: selftests/%.c selftests/rpage_test.h selftests/rpage_pattern.h $(LIB_A) \
 		$(KSELFTEST_DIR)/kselftest_harness.h
@@ -127,6 +137,9 @@ check:
 
 demo:
 	./selftests/vm/demo.sh
+
+bench:
+	./selftests/vm/bench.sh
 
 install: user
 	install -d $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(INCLUDEDIR)/linux \

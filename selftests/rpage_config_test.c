@@ -205,8 +205,6 @@ static const __u16 bad_families[] = {
 	0, AF_UNIX, AF_INET6 + 1, AF_PACKET, AF_INET + 0x100, 0xffff,
 };
 
-#define ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
-
 TEST_F(config, commands_need_the_handshake_first)
 {
 	struct rpage_endpoint ep = endpoint4("0.0.0.0", 0);

@@ -20,41 +20,12 @@
  *   cc ... -Iinclude/uapi -Iulib -o rpage_pattern selftests/rpage_pattern.c \
  *      build/user/librpage.a
  */
-#include <ctype.h>
-#include <errno.h>
-#include <fcntl.h>
-#include <inttypes.h>
-#include <stdarg.h>
-#include <stdbool.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 #include <sys/mman.h>
-#include <time.h>
-#include <unistd.h>
 
-#include "librpage.h"
-#include "rpage_pattern.h"
+#include "rpage_tool.h"
 
 /* Pages per RPAGE_IOC_READ or _WRITE by default, one iovec each. */
 #define DEFAULT_BATCH	256
-
-/* How often, and how long at most, export waits for --until. */
-#define POLL_MS		100
-#define WAIT_MAX_S	600
-
-static uint64_t page;
-
-static void __attribute__((format(printf, 1, 2))) fail(const char *fmt, ...)
-{
-	va_list ap;
-
-	fputs("rpage_pattern: ", stderr);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-}
 
 static int usage(void)
 {
@@ -66,154 +37,13 @@ static int usage(void)
 	return 1;
 }
 
-/*
- * Decimal or 0x-hexadecimal; with @suffixes, K, M or G multiply by 2^10,
- * 2^20 or 2^30. false for bad text or an overflow.
- */
-static bool parse_number(const char *text, bool suffixes, uint64_t *out)
-{
-	unsigned long long val;
-	unsigned int shift = 0;
-	char *end;
-
-	if (!isdigit((unsigned char)text[0]))
-		return false;
-	errno = 0;
-	val = strtoull(text, &end, 0);
-	if (errno || end == text)
-		return false;
-	if (suffixes && *end) {
-		static const char units[] = "KkMmGg";
-		const char *unit = strchr(units, *end);
-
-		if (!unit)
-			return false;
-		shift = 10 * (unsigned int)(1 + (unit - units) / 2);
-		end++;
-	}
-	if (*end || (shift && val > (UINT64_MAX >> shift)))
-		return false;
-	*out = (uint64_t)val << shift;
-	return true;
-}
-
-/* A number that must parse, for the error message @name. */
-static bool get_number(const char *name, const char *text, uint64_t *out)
-{
-	if (parse_number(text, false, out))
-		return true;
-	fail("%s '%s' is not a number", name, text);
-	return false;
-}
-
-/* Bytes: a multiple of the page size; 0 only if @zero_ok. */
-static bool get_bytes(const char *name, const char *text, bool zero_ok,
-		      uint64_t *out)
-{
-	if (!parse_number(text, true, out)) {
-		fail("%s '%s' is not a number of bytes (K, M or G may follow)",
-		     name, text);
-		return false;
-	}
-	if ((!zero_ok && !*out) || *out % page) {
-		fail("%s '%s' is not a %smultiple of the page size (%" PRIu64 ")",
-		     name, text, zero_ok ? "" : "non-zero ", page);
-		return false;
-	}
-	return true;
-}
-
-/* An errno value in words and by name: "Connection timed out (ETIMEDOUT)". */
-static const char *error_text(int err)
-{
-	static char buf[128];
-	const char *name = NULL;
-
-#if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 32))
-	name = strerrorname_np(err);
-#endif
-	if (name)
-		snprintf(buf, sizeof(buf), "%s (%s)", strerror(err), name);
-	else
-		snprintf(buf, sizeof(buf), "%s (errno %d)", strerror(err), err);
-	return buf;
-}
-
-/* Opens /dev/rpage and completes the handshake; -1 on failure. */
-static int open_rpage(void)
-{
-	struct rpage_api api = { .api = RPAGE_API };
-	int fd, ret;
-
-	fd = rpage_open(0);
-	if (fd < 0) {
-		fail("%s: %s", RPAGE_DEVICE_PATH, strerror(-fd));
-		return -1;
-	}
-	ret = rpage_api(fd, &api);
-	if (ret < 0) {
-		fail("API handshake: %s", strerror(-ret));
-		close(fd);
-		return -1;
-	}
-	return fd;
-}
-
-/* The id of the peer called @name; false (reported) if there is none. */
-static bool find_peer(int fd, const char *name, __u32 *id)
-{
-	struct rpage_peer_info *infos = NULL;
-	struct rpage_list list;
-	bool found = false;
-	__u32 capacity = 0;
-	int ret;
-
-	for (;;) {
-		memset(&list, 0, sizeof(list));
-		list.entries = (uintptr_t)infos;
-		list.capacity = capacity;
-		ret = rpage_peer_list(fd, &list);
-		if (ret < 0) {
-			fail("peer list: %s", strerror(-ret));
-			free(infos);
-			return false;
-		}
-		if (list.count <= capacity)
-			break;
-		capacity = list.count;
-		free(infos);
-		infos = calloc(capacity, sizeof(*infos));
-		if (!infos) {
-			fail("peer list: %s", strerror(ENOMEM));
-			return false;
-		}
-	}
-	for (__u32 i = 0; i < list.count; i++) {
-		if (!strncmp(infos[i].name, name, sizeof(infos[i].name))) {
-			*id = infos[i].id;
-			found = true;
-			break;
-		}
-	}
-	free(infos);
-	if (!found)
-		fail("no peer named %s", name);
-	return found;
-}
-
 /* "mismatch at OFFSET" on stdout, the details on stderr. */
 static int report_mismatch(const char *what, const void *buf, uint64_t buf_offset,
 			   uint64_t at, uint64_t pool_id, uint64_t seed)
 {
-	uint64_t got = rpage_pattern_word(buf, at - buf_offset);
-
 	printf("mismatch at %" PRIu64 "\n", at);
 	fflush(stdout);
-	fail("%s: pool %" PRIu64 " offset %" PRIu64 " (0x%" PRIx64 "): 0x%016" PRIx64
-	     ", want 0x%016" PRIx64 " (seed %" PRIu64 ")%s",
-	     what, pool_id, at, at, got, rpage_pattern(pool_id, at, seed), seed,
-	     got == rpage_pattern(pool_id, at, 0) && seed ? ", the base pattern" :
-	     !got ? ", zero" : "");
+	fail_mismatch(what, buf, buf_offset, at, pool_id, seed);
 	return 1;
 }
 
@@ -228,9 +58,8 @@ static int cmd_export(int argc, char **argv)
 	struct rpage_pool_export exp;
 	bool expect = false;
 	__u32 flags = 0;
-	int npos = 0, fd, rfd, ret;
+	int npos = 0, fd, ret;
 	void *mem;
-	long polls;
 
 	for (int i = 0; i < argc; i++) {
 		if (!strcmp(argv[i], "--writable")) {
@@ -288,24 +117,8 @@ static int cmd_export(int argc, char **argv)
 		return 1;
 	}
 
-	rfd = open(ready, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (rfd < 0) {
-		fail("%s: %s", ready, strerror(errno));
+	if (!tell_ready(ready) || !wait_for_file("export", until))
 		return 1;
-	}
-	dprintf(rfd, "%d\n", (int)getpid());
-	close(rfd);
-
-	for (polls = 0; access(until, F_OK); polls++) {
-		struct timespec ts = { 0, POLL_MS * 1000000L };
-
-		if (polls >= WAIT_MAX_S * 1000L / POLL_MS) {
-			fail("export pool %" PRIu64 ": %s did not appear within %d s",
-			     id, until, WAIT_MAX_S);
-			return 1;
-		}
-		nanosleep(&ts, NULL);
-	}
 
 	if (expect) {
 		/* Seed 0 before the range, SEED in it, seed 0 after it. */
@@ -527,9 +340,7 @@ static int cmd_check_file(int argc, char **argv)
 
 int main(int argc, char **argv)
 {
-	long size = sysconf(_SC_PAGESIZE);
-
-	page = size > 0 ? (uint64_t)size : 4096;
+	tool_init("rpage_pattern");
 	if (argc < 2)
 		return usage();
 	if (!strcmp(argv[1], "export"))

@@ -45,12 +45,6 @@
 /* A peer id no peer has (ids are handed out from small numbers up). */
 #define PEER_ID_NONE	0xffffffU
 
-/* Remote pools show up a moment after they are made: wait this long. */
-#define REMOTE_WAIT_S	30
-/* And a peer (re)connects within this. */
-#define PEER_WAIT_S	60
-
-#define ARRAY_LEN(a)	(sizeof(a) / sizeof((a)[0]))
 #define MAX_MAPS	16
 
 static uint64_t page;
@@ -65,38 +59,6 @@ FIXTURE(pool) {
 	size_t map_lens[MAX_MAPS];
 	int nr_maps;
 };
-
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
-static void sleep_ms(unsigned int ms)
-{
-	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
-
-	nanosleep(&ts, NULL);
-}
-
-/* A module parameter as a number, or @fallback. */
-static uint64_t module_param(const char *name, uint64_t fallback)
-{
-	char path[128];
-	unsigned long long val;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/sys/module/rpage/parameters/%s", name);
-	f = fopen(path, "r");
-	if (!f)
-		return fallback;
-	if (fscanf(f, "%llu", &val) != 1)
-		val = fallback;
-	fclose(f);
-	return val;
-}
 
 /* An anonymous mapping of @pages pages, unmapped by the teardown. */
 static void *map_pages(FIXTURE_DATA(pool) *self, uint64_t pages, int prot)
@@ -125,33 +87,6 @@ static void *unmapped_pages(uint64_t pages)
 	return mem;
 }
 
-static int create_pool(int fd, __u64 id, __u64 length, __u32 flags)
-{
-	struct rpage_pool_create arg = {
-		.id = id, .length = length, .flags = flags,
-	};
-
-	return rpage_pool_create(fd, &arg);
-}
-
-static int export_pool(int fd, __u64 id, const void *addr, __u64 length,
-		       __u32 flags)
-{
-	struct rpage_pool_export arg = {
-		.id = id, .addr = (uintptr_t)addr, .length = length,
-		.flags = flags,
-	};
-
-	return rpage_pool_export(fd, &arg);
-}
-
-static int destroy_pool(int fd, __u64 id)
-{
-	struct rpage_pool_destroy arg = { .id = id };
-
-	return rpage_pool_destroy(fd, &arg);
-}
-
 static void destroy_test_pools(int fd)
 {
 	for (__u64 id = POOL_FIRST; id <= POOL_LAST; id++)
@@ -172,245 +107,6 @@ static int open_other(void)
 	return rpage_test_open();
 }
 
-/*
- * Reads a whole list into a new array (free it). Returns the number of
- * entries or a negative errno.
- */
-static int list_all(int fd, int (*fn)(int, struct rpage_list *), size_t size,
-		    void **entries)
-{
-	struct rpage_list list;
-	__u32 capacity = 0;
-	void *buf = NULL;
-	int ret;
-
-	for (;;) {
-		memset(&list, 0, sizeof(list));
-		list.entries = (uintptr_t)buf;
-		list.capacity = capacity;
-		ret = fn(fd, &list);
-		if (ret < 0) {
-			free(buf);
-			return ret;
-		}
-		if (list.count <= capacity)
-			break;
-		capacity = list.count;
-		free(buf);
-		buf = calloc(capacity, size);
-		if (!buf)
-			return -ENOMEM;
-	}
-	*entries = buf;
-	return (int)list.count;
-}
-
-/* 1 and *@out if pool @id of this host is listed, 0 if not, or -errno. */
-static int find_pool(int fd, __u64 id, struct rpage_pool_info *out)
-{
-	struct rpage_pool_info *infos;
-	void *buf = NULL;
-	int count, found = 0;
-
-	count = list_all(fd, rpage_pool_list, sizeof(*infos), &buf);
-	if (count < 0)
-		return count;
-	infos = buf;
-	for (int i = 0; i < count; i++) {
-		if (infos[i].id == id) {
-			if (out)
-				*out = infos[i];
-			found = 1;
-			break;
-		}
-	}
-	free(infos);
-	return found;
-}
-
-/* The same for pool @id of peer @peer_id in the remote pool list. */
-static int find_remote_pool(int fd, __u32 peer_id, __u64 id,
-			    struct rpage_remote_pool_info *out)
-{
-	struct rpage_remote_pool_info *infos;
-	void *buf = NULL;
-	int count, found = 0;
-
-	count = list_all(fd, rpage_remote_pool_list, sizeof(*infos), &buf);
-	if (count < 0)
-		return count;
-	infos = buf;
-	for (int i = 0; i < count; i++) {
-		if (infos[i].peer_id == peer_id && infos[i].id == id) {
-			if (out)
-				*out = infos[i];
-			found = 1;
-			break;
-		}
-	}
-	free(infos);
-	return found;
-}
-
-/*
- * Waits up to REMOTE_WAIT_S for pool @id of peer @peer_id to be listed
- * (@present) or gone (!@present). 0 once it is, -ETIMEDOUT or -errno.
- */
-static int wait_remote_pool(int fd, __u32 peer_id, __u64 id, bool present,
-			    struct rpage_remote_pool_info *out)
-{
-	uint64_t deadline = now_ms() + REMOTE_WAIT_S * 1000;
-	int found;
-
-	for (;;) {
-		found = find_remote_pool(fd, peer_id, id, out);
-		if (found < 0)
-			return found;
-		if (found == present)
-			return 0;
-		if (now_ms() > deadline)
-			return -ETIMEDOUT;
-		sleep_ms(100);
-	}
-}
-
-/* The same for a pool of this host leaving the local list. */
-static int wait_pool_gone(int fd, __u64 id, unsigned int seconds)
-{
-	uint64_t deadline = now_ms() + seconds * 1000ULL;
-	int found;
-
-	while ((found = find_pool(fd, id, NULL)) == 1) {
-		if (now_ms() > deadline)
-			return -ETIMEDOUT;
-		sleep_ms(50);
-	}
-	return found;
-}
-
-/*
- * The id and state of the peer called @name: 0, -ENOENT if there is no
- * such peer, or -errno.
- */
-static int find_peer(int fd, const char *name, __u32 *id, __u32 *state)
-{
-	struct rpage_peer_info *infos;
-	void *buf = NULL;
-	int count, ret = -ENOENT;
-
-	count = list_all(fd, rpage_peer_list, sizeof(*infos), &buf);
-	if (count < 0)
-		return count;
-	infos = buf;
-	for (int i = 0; i < count; i++) {
-		if (!strncmp(infos[i].name, name, sizeof(infos[i].name))) {
-			*id = infos[i].id;
-			*state = infos[i].state;
-			ret = 0;
-			break;
-		}
-	}
-	free(buf);
-	return ret;
-}
-
-/*
- * The id of the peer called @name, once it is connected: waits up to
- * PEER_WAIT_S. 0, -ENOENT (no such peer), -ENOTCONN or -errno.
- */
-static int wait_peer_connected(int fd, const char *name, __u32 *id)
-{
-	uint64_t deadline = now_ms() + PEER_WAIT_S * 1000;
-	__u32 state;
-	int ret;
-
-	for (;;) {
-		ret = find_peer(fd, name, id, &state);
-		if (!ret && state != RPAGE_PEER_CONNECTED)
-			ret = -ENOTCONN;
-		if (ret != -ENOTCONN || now_ms() > deadline)
-			return ret;
-		sleep_ms(100);
-	}
-}
-
-/*
- * Skips the test when the harness configured no peer for this host;
- * otherwise fails it unless that peer is connected.
- */
-#define NEED_PEER() do { \
-	int __ret; \
-	if (!self->peer) \
-		SKIP(return, "RPAGE_TEST_PEER is not set: no peer is this host"); \
-	__ret = wait_peer_connected(self->fd, self->peer, &self->peer_id); \
-	ASSERT_EQ(0, __ret) { \
-		TH_LOG("peer %s: %s", self->peer, strerror(-__ret)); \
-	} \
-} while (0)
-
-/* Waits for this host's pool @id to show up through the peer. */
-#define NEED_REMOTE_POOL(id) do { \
-	int __ret = wait_remote_pool(self->fd, self->peer_id, (id), true, NULL); \
-	ASSERT_EQ(0, __ret) { \
-		TH_LOG("pool %#llx not in the remote pool list of %s: %s", \
-		       (unsigned long long)(id), self->peer, strerror(-__ret)); \
-	} \
-} while (0)
-
-/* One range, one RPAGE_IOC_READ or _WRITE. */
-static int io1(int fd, bool write, __u32 peer_id, __u64 pool_id, __u64 offset,
-	       __u64 length, const void *addr)
-{
-	struct rpage_iovec iov = {
-		.peer_id = peer_id, .pool_id = pool_id, .offset = offset,
-		.length = length, .addr = (uintptr_t)addr,
-	};
-	struct rpage_io io = { .iov = (uintptr_t)&iov, .nr_iov = 1 };
-
-	return write ? rpage_write(fd, &io) : rpage_read(fd, &io);
-}
-
-/*
- * @pages pages from @offset, one iovec per page, up to RPAGE_IO_MAX_IOV
- * per call.
- */
-static int io_pages(int fd, bool write, __u32 peer_id, __u64 pool_id,
-		    __u64 offset, __u64 pages, void *buf)
-{
-	struct rpage_iovec *iov = calloc(RPAGE_IO_MAX_IOV, sizeof(*iov));
-	struct rpage_io io = { .iov = (uintptr_t)iov };
-	int ret = 0;
-
-	if (!iov)
-		return -ENOMEM;
-	for (__u64 done = 0; done < pages && !ret; done += io.nr_iov) {
-		io.nr_iov = pages - done < RPAGE_IO_MAX_IOV ?
-			(__u32)(pages - done) : RPAGE_IO_MAX_IOV;
-		for (__u32 i = 0; i < io.nr_iov; i++) {
-			iov[i] = (struct rpage_iovec) {
-				.peer_id = peer_id, .pool_id = pool_id,
-				.offset = offset + (done + i) * page,
-				.length = page,
-				.addr = (uintptr_t)buf + (done + i) * page,
-			};
-		}
-		ret = write ? rpage_write(fd, &io) : rpage_read(fd, &io);
-	}
-	free(iov);
-	return ret;
-}
-
-/* First non-zero byte offset in @len bytes, or UINT64_MAX. */
-static uint64_t first_nonzero(const void *buf, uint64_t len)
-{
-	const unsigned char *p = buf;
-
-	for (uint64_t i = 0; i < len; i++)
-		if (p[i])
-			return i;
-	return UINT64_MAX;
-}
-
 FIXTURE_SETUP(pool)
 {
 	page = (uint64_t)sysconf(_SC_PAGESIZE);
@@ -422,9 +118,7 @@ FIXTURE_SETUP(pool)
 	/* Leftovers of a run that was killed. */
 	destroy_test_pools(self->fd);
 	del_nc_peer(self->fd);
-	self->peer = getenv("RPAGE_TEST_PEER");
-	if (self->peer && !*self->peer)
-		self->peer = NULL;
+	self->peer = rpage_test_peer_name();
 }
 
 FIXTURE_TEARDOWN(pool)
@@ -1384,9 +1078,9 @@ TEST_F(pool, io_to_a_peer_not_connected_is_enotconn)
 	memcpy(peer.name, PEER_NC, sizeof(PEER_NC));
 	inet_pton(AF_INET, UNREACHABLE, peer.addr.addr);
 	ASSERT_EQ(0, rpage_peer_add(self->fd, &peer));
-	ASSERT_EQ(0, find_peer(self->fd, PEER_NC, &id, &state));
+	ASSERT_EQ(0, peer_lookup(self->fd, PEER_NC, &id, &state));
 	ASSERT_NE(RPAGE_PEER_CONNECTED, state);
-	if (self->peer && !find_peer(self->fd, self->peer, &self_id, &state)) {
+	if (self->peer && !peer_lookup(self->fd, self->peer, &self_id, &state)) {
 		EXPECT_NE(self_id, id);
 	}
 
@@ -1397,7 +1091,7 @@ TEST_F(pool, io_to_a_peer_not_connected_is_enotconn)
 	del_nc_peer(self->fd);
 	EXPECT_EQ(-ENOENT, io1(self->fd, false, id, POOL_A, 0, page, buf));
 	ASSERT_EQ(0, rpage_peer_add(self->fd, &peer));
-	ASSERT_EQ(0, find_peer(self->fd, PEER_NC, &id_again, &state));
+	ASSERT_EQ(0, peer_lookup(self->fd, PEER_NC, &id_again, &state));
 	EXPECT_NE(id, id_again);
 	EXPECT_EQ(-ENOENT, io1(self->fd, false, id, POOL_A, 0, page, buf));
 }

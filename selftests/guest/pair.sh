@@ -170,6 +170,106 @@ test_b_stats() {
 		jq -e '.peers[0].reads >= 40960 and .peers[0].read_bytes >= 167772160 and .peers[0].errors == 0 and .peers[0].latency.p999_ns != null'
 }
 
+FAULT=$SELFTESTS/rpage_fault
+
+# On A: pool 3, a process's 16 MiB that B writes through a mapping and
+# evicts; pool 4, 32 MiB of kernel memory destroyed under B's feet.
+test_fault_pools_on_a() {
+	rm -f /tmp/ready3 /tmp/until3
+	"$PATTERN" export 3 16M --writable --ready /tmp/ready3 --until /tmp/until3 \
+		--expect 9 1M 2M > /tmp/export3.out 2>&1 &
+	echo $! > /tmp/export3.pid
+	wait_until 30 test -e /tmp/ready3 || fail "exporter of pool 3 not ready" || return
+	"$RPAGECTL" pool create 4 size 32M writable || return
+	wait_until 30 remote_pool_listed self 4 || fail "pool 4 not announced to self" || return
+	"$PATTERN" fill self 4 32M
+}
+
+test_process_on_a_sees_evicted_pages() {
+	touch /tmp/until3
+	wait "$(cat /tmp/export3.pid)" 2>/dev/null
+	cat /tmp/export3.out
+	grep -q verified /tmp/export3.out || fail "B's evicted pages did not reach A's process"
+}
+
+test_a_destroys_pool_4() {
+	"$RPAGECTL" pool destroy 4
+}
+
+# On B: the fault path against A's pools.
+test_b_touches_64m_from_4_threads() {
+	wait_until 60 remote_pool_listed a 1 || fail "pool 1 not announced" || return
+	"$FAULT" touch a 1 64M --threads 4 --order random --expect-faults 16384
+}
+
+test_b_prefetch_then_touch() {
+	"$FAULT" prefetch a 1 16M --offset 32M --depth 32
+}
+
+test_b_readahead_follows_a_stride() {
+	"$FAULT" touch a 1 8M --threads 1 --order seq --readahead > /tmp/ra.out || return
+	cat /tmp/ra.out
+	# Most pages came from read-ahead, not from their own fault's READ.
+	local pages hits
+	pages=$(sed -n 's/.*pages=\([0-9]*\).*/\1/p' /tmp/ra.out)
+	hits=$(sed -n 's/.*prefetch_hits=\([0-9]*\).*/\1/p' /tmp/ra.out)
+	[ "$((hits * 2))" -gt "$pages" ] || fail "read-ahead served $hits of $pages pages"
+}
+
+test_b_writes_evicts_and_reads_back() {
+	wait_until 60 remote_pool_listed a 3 || fail "pool 3 not announced" || return
+	"$FAULT" evict a 3 1M 2M --seed 9 || return
+	"$FAULT" evict a 3 4M 1M --clean
+}
+
+test_b_fault_stats() {
+	"$RPAGECTL" stat peer a
+	"$RPAGECTL" -j stat peer a |
+		jq -e '.peers[0].fault.faults >= 16384 and .peers[0].fault.prefetch_hits > 0 and .peers[0].fault.evicted > 0 and .peers[0].fault.written > 0 and .peers[0].fault.latency.p50_ns != null'
+}
+
+# B has touched part of pool 4 when A destroys it: the rest SIGBUSes.
+# survive POOL SIZE FETCHED FETCHED_BARRIER GO_BARRIER: B fetches part of
+# A's POOL, tells A (FETCHED_BARRIER), waits until A has done its worst
+# (GO_BARRIER), then touches the rest: rpage_fault checks that those
+# pages SIGBUS in time and the fetched ones stay intact.
+survive() {
+	local pool=$1 size=$2 fetched=$3 out=/tmp/survive$1.out pid rc
+	rm -f "/tmp/fetched$pool" "/tmp/go$pool"
+	"$FAULT" survive a "$pool" "$size" --fetched "$fetched" \
+		--ready "/tmp/fetched$pool" --go "/tmp/go$pool" > "$out" 2>&1 &
+	pid=$!
+	wait_until 120 test -e "/tmp/fetched$pool" ||
+		{ cat "$out"; fail "survivor never fetched"; return; }
+	barrier "$4" || return
+	barrier "$5" || return
+	touch "/tmp/go$pool"
+	wait "$pid"
+	rc=$?
+	cat "$out"
+	expect_eq "$rc" 0 "survivor's exit status"
+}
+
+test_b_survives_pool_destroy() {
+	wait_until 60 remote_pool_listed a 4 || fail "pool 4 not announced" || return
+	survive 4 32M 8M b-fetched-4 a-destroyed-4 || return
+	"$RPAGECTL" -j stat peer a | jq -e '.peers[0].fault.sigbus > 0'
+}
+
+# A falls silent (its link goes down, as if powered off) while B is
+# touching pool 1: B's unfetched pages SIGBUS within the io timeout.
+test_a_goes_silent() {
+	ip link set eth0 down
+}
+
+test_a_speaks_again() {
+	ip link set eth0 up
+}
+
+test_b_survives_a_silent() {
+	survive 1 64M 4M b-fetched-1 a-silent
+}
+
 test_b_writes_to_a_process() {
 	"$PATTERN" write a 2 1M 2M --seed 5 || return
 	"$PATTERN" read a 2 1M 2M --seed 5
@@ -208,6 +308,18 @@ if [ "$RPAGE_NODE" = a ]; then
 	barrier pools-ready
 	barrier b-wrote
 	run_test process_on_a_sees_writes_from_b test_process_on_a_sees_writes_from_b
+	run_test fault_pools_on_a test_fault_pools_on_a
+	barrier fault-pools-ready
+	barrier b-evicted
+	run_test process_on_a_sees_evicted_pages test_process_on_a_sees_evicted_pages
+	barrier b-fetched-4
+	run_test a_destroys_pool_4_under_b test_a_destroys_pool_4
+	barrier a-destroyed-4
+	barrier b-fetched-1
+	run_test a_goes_silent test_a_goes_silent
+	barrier a-silent
+	barrier b-survived-a-silent
+	run_test a_speaks_again test_a_speaks_again
 else
 	barrier pools-ready
 	run_test b_reads_every_page_of_both_pools_librpage test_b_reads_every_page_librpage
@@ -215,6 +327,16 @@ else
 	run_test b_stats_show_the_reads test_b_stats
 	run_test b_writes_into_a_process_pool test_b_writes_to_a_process
 	barrier b-wrote
+	barrier fault-pools-ready
+	run_test b_touches_64m_of_a_from_4_threads test_b_touches_64m_from_4_threads
+	run_test b_prefetch_then_touch test_b_prefetch_then_touch
+	run_test b_readahead_follows_a_stride test_b_readahead_follows_a_stride
+	run_test b_writes_evicts_and_reads_back test_b_writes_evicts_and_reads_back
+	barrier b-evicted
+	run_test b_fault_stats test_b_fault_stats
+	run_test b_survives_pool_destroy_on_a test_b_survives_pool_destroy
+	run_test b_survives_a_falling_silent test_b_survives_a_silent
+	barrier b-survived-a-silent
 fi
 barrier done
 run_test "unload_while_connected_on_$RPAGE_NODE" rpage_unload

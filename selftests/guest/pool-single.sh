@@ -147,6 +147,31 @@ test_reads_fail_cleanly_when_peer_deleted() {
 	wait_until 60 peer_is self connected || fail "self not back"
 }
 
+FAULT=$SELFTESTS/rpage_fault
+TRACEFS=/sys/kernel/tracing
+
+trace_count() {
+	grep -c " $1: " "$TRACEFS/trace"
+}
+
+# perf and bpftrace see the fault path through these tracepoints.
+test_tracepoints_see_faults() {
+	[ -e "$TRACEFS/events" ] || mount -t tracefs nodev "$TRACEFS" || return
+	[ -d "$TRACEFS/events/rpage" ] || fail "no events/rpage in tracefs" || return
+	"$PATTERN" write self 2 0 256K --seed 7 || return
+	echo > "$TRACEFS/trace"
+	echo 1 > "$TRACEFS/events/rpage/enable" || return
+	"$FAULT" touch self 2 256K --threads 1 --order seq --seed 7 --expect-faults 64
+	local rc=$?
+	echo 0 > "$TRACEFS/events/rpage/enable"
+	expect_eq "$rc" 0 "touch" || return
+	grep -m 4 rpage_ "$TRACEFS/trace"
+	expect_eq "$(trace_count rpage_fault_begin)" 64 "fault_begin events" || return
+	expect_eq "$(grep -c " rpage_fault_end: .* fetched " "$TRACEFS/trace")" 64 "fault_end fetched events" || return
+	[ "$(trace_count rpage_io_post)" -ge 64 ] || fail "io_post events" || return
+	[ "$(trace_count rpage_io_done)" -ge 64 ] || fail "io_done events"
+}
+
 test_unload_with_pools() {
 	rpage_unload || fail "rmmod with pools and a connected peer" || return
 	expect_eq "$(rdma resource show rxe0 | sed 's/^[0-9]*: rxe0: //')" "$RXE_BARE" "rxe0 resources after unload"
@@ -166,6 +191,11 @@ run_test killed_exporter_takes_its_pool_along test_exporter_killed
 tap_end
 
 RPAGE_TEST_PEER=self run_kselftest pool "$SELFTESTS/rpage_pool_test"
+RPAGE_TEST_PEER=self run_kselftest map "$SELFTESTS/rpage_map_test"
+
+tap_begin fault-single
+run_test tracepoints_see_the_fault_path test_tracepoints_see_faults
+tap_end
 
 tap_begin pool-teardown
 run_test pool_destroyed_while_being_read test_destroy_while_reading

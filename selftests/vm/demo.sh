@@ -3,41 +3,20 @@
 #
 # The two-host demo: boots host A and host B as QEMU guests of one
 # Debian kernel (the first of RPAGE_KERNELS, default the newest 6.1),
-# joined by a link on 127.0.0.1, loads rpage.ko on both and shows what
-# each host's rpage sees. Installs what it needs (as root) first.
+# joined by a link on 127.0.0.1, loads rpage.ko on both; B maps A's pool
+# and faults every page of it in over RDMA (selftests/guest/demo.sh).
+# Installs what it needs (as root) first.
 set -u
 
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh"
 cd "$RPAGE_REPO" || exit 1
 
-if [ "${RPAGE_SKIP_DEPS:-0}" != 1 ]; then
-	"$RPAGE_REPO/scripts/install-deps.sh" || exit 1
-fi
-kver=$(vm_kernels | head -n 1)
-[ -n "$kver" ] || { echo "demo: no supported kernel installed" >&2; exit 1; }
-
-echo "demo: building for $kver"
-make -s user selftests || exit 1
-vm_build_module "$kver" || exit 1
+kver=$(vm_prepare_one demo) || exit 1
 echo "demo: booting host A and host B ($(vm_accel "$kver"))"
 
 pair=$VM_DIR/demo
-rm -rf "$pair"
-mkdir -p "$pair/sync"
-port=$((31000 + $$ % 1000 * 2))
-vm_boot "$kver" "$pair/a" selftests/guest/demo.sh --smp 1 --mem 1536 \
-	--node a --ip 192.0.2.1 --peer-node b --peer-ip 192.0.2.2 \
-	--mac 52:54:00:12:34:0a --sync "$pair/sync" \
-	--udp "$port:$((port + 1))" &
-pid_a=$!
-vm_boot "$kver" "$pair/b" selftests/guest/demo.sh --smp 1 --mem 1536 \
-	--node b --ip 192.0.2.2 --peer-node a --peer-ip 192.0.2.1 \
-	--mac 52:54:00:12:34:0b --sync "$pair/sync" \
-	--udp "$((port + 1)):$port" &
-pid_b=$!
-wait "$pid_a"
-wait "$pid_b"
+vm_boot_pair "$kver" "$pair" selftests/guest/demo.sh $((31000 + $$ % 1000 * 2))
 
 status=0
 for node in a b; do

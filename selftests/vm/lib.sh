@@ -209,3 +209,43 @@ vm_judge() {
 	fi
 	[ ! -s "$run/problems" ]
 }
+
+# vm_boot_pair KVER DIR JOB UDP_PORT [VM_BOOT_OPTIONS...]: boots host A
+# (DIR/a, 192.0.2.1) and host B (DIR/b, 192.0.2.2) at once, joined by a
+# UDP link on 127.0.0.1 ports UDP_PORT and UDP_PORT+1, both running JOB,
+# with barriers in DIR/sync; returns when both have powered off.
+vm_boot_pair() {
+	local kver=$1 dir=$2 job=$3 port=$4 pid_a pid_b
+	shift 4
+	rm -rf "$dir"
+	mkdir -p "$dir/sync"
+	vm_boot "$kver" "$dir/a" "$job" --smp 1 --mem 1536 \
+		--node a --ip 192.0.2.1 --peer-node b --peer-ip 192.0.2.2 \
+		--mac 52:54:00:12:34:0a --sync "$dir/sync" \
+		--udp "$port:$((port + 1))" "$@" &
+	pid_a=$!
+	vm_boot "$kver" "$dir/b" "$job" --smp 1 --mem 1536 \
+		--node b --ip 192.0.2.2 --peer-node a --peer-ip 192.0.2.1 \
+		--mac 52:54:00:12:34:0b --sync "$dir/sync" \
+		--udp "$((port + 1)):$port" "$@" &
+	pid_b=$!
+	wait "$pid_a"
+	wait "$pid_b"
+}
+
+# vm_prepare_one NAME: for the commands that use one kernel (demo,
+# bench): installs the packages (unless RPAGE_SKIP_DEPS=1), builds the
+# userspace and rpage.ko for the first of RPAGE_KERNELS, and prints that
+# kernel's version; NAME prefixes its messages.
+vm_prepare_one() {
+	local name=$1 kver
+	if [ "${RPAGE_SKIP_DEPS:-0}" != 1 ]; then
+		"$RPAGE_REPO/scripts/install-deps.sh" >&2 || return 1
+	fi
+	kver=$(vm_kernels | head -n 1)
+	[ -n "$kver" ] || { echo "$name: no supported kernel installed" >&2; return 1; }
+	echo "$name: building for $kver" >&2
+	make -s -C "$RPAGE_REPO" user selftests >&2 || return 1
+	vm_build_module "$kver" >&2 || return 1
+	echo "$kver"
+}

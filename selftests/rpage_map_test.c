@@ -1,0 +1,1065 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Remote mappings of /dev/rpage: RPAGE_IOC_MAP, _UNMAP, _PREFETCH,
+ * _EVICT, _MAP_STATS and _PEER_FAULT_STATS probed with deliberately bad
+ * arguments, mmap(2) of them refused where it must be, and the page
+ * faults, prefetches and evictions one host can show on its own: it maps
+ * kernel pools of its own through a peer that is this very host,
+ * connected over loopback.
+ *
+ * Needs rpage.ko loaded and root. Every test but the handshake one needs
+ * the harness to have added an endpoint and a peer for this host, named
+ * by RPAGE_TEST_PEER; without it they are skipped.
+ *
+ * Pools have ids from POOL_FIRST to POOL_LAST, and the teardown destroys
+ * all of them (and the setup the leftovers of a killed run); mappings go
+ * with the files they were made through, which the test process closes
+ * when it ends.
+ */
+#include <pthread.h>
+#include <stdint.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+
+#include "kselftest_harness.h"
+#include "rpage_test.h"
+#include "rpage_pattern.h"
+
+/* Pool ids no real configuration (nor rpage_pool_test) uses. */
+#define POOL_FIRST	0x7e580001ULL
+#define POOL_A		(POOL_FIRST + 0)
+#define POOL_B		(POOL_FIRST + 1)
+#define POOL_LAST	0x7e580010ULL
+/* Never created. */
+#define POOL_NONE	0x7e5800ffULL
+
+/* A peer id no peer has (ids are handed out from small numbers up). */
+#define PEER_ID_NONE	0xffffffU
+/* And a mapping id no mapping has. */
+#define MAP_ID_NONE	(UINT64_MAX - 1)
+
+/* The pattern the tests write into their pools, and a second one. */
+#define SEED		0x5eed
+#define SEED2		0x5eee
+
+static uint64_t page;
+
+FIXTURE(map) {
+	int fd;
+	/* RPAGE_TEST_PEER and its id, once NEED_PEER() found it. */
+	const char *peer;
+	__u32 peer_id;
+	/* NEED_AREA()'s mapping, its area, and the peer's counters then. */
+	struct rpage_map m;
+	unsigned char *addr;
+	struct rpage_stats before;
+};
+
+FIXTURE_SETUP(map)
+{
+	page = rpage_test_page_size();
+	self->fd = rpage_test_open();
+	ASSERT_LE(0, self->fd) {
+		TH_LOG("open %s and handshake: %s", RPAGE_DEVICE_PATH,
+		       strerror(-self->fd));
+	}
+	/* Leftovers of a run that was killed. */
+	for (__u64 id = POOL_FIRST; id <= POOL_LAST; id++)
+		destroy_pool(self->fd, id);
+	self->peer = rpage_test_peer_name();
+}
+
+FIXTURE_TEARDOWN(map)
+{
+	for (__u64 id = POOL_FIRST; id <= POOL_LAST; id++)
+		destroy_pool(self->fd, id);
+	close(self->fd);
+}
+
+/*
+ * Kernel pool @id of @pages pages, seen through the peer; a writable one
+ * is filled with the pattern of SEED, a read-only one stays zeroed.
+ */
+static void make_pool(struct __test_metadata *_metadata,
+		      FIXTURE_DATA(map) *self, __u64 id, uint64_t pages,
+		      __u32 flags)
+{
+	unsigned char *buf;
+
+	ASSERT_GE(RPAGE_IO_MAX_BYTES, pages * page);
+	ASSERT_EQ(0, create_pool(self->fd, id, pages * page, flags));
+	NEED_REMOTE_POOL(id);
+	if (!(flags & RPAGE_POOL_WRITABLE))
+		return;
+	/* Reads and writes want page-aligned buffers. */
+	buf = aligned_alloc(page, pages * page);
+	ASSERT_NE(NULL, buf);
+	rpage_pattern_fill(buf, pages * page, id, 0, SEED);
+	ASSERT_EQ(0, io1(self->fd, true, self->peer_id, id, 0, pages * page, buf));
+	free(buf);
+}
+
+/*
+ * Maps bytes [@offset, @offset + @length) of pool @id through @fd and
+ * the whole mapping into memory (*@m: the mapping); its address.
+ */
+static unsigned char *map_area(struct __test_metadata *_metadata,
+			       FIXTURE_DATA(map) *self, int fd, __u64 id,
+			       uint64_t offset, uint64_t length, __u32 flags,
+			       struct rpage_map *m)
+{
+	void *addr = NULL;
+	int ret;
+
+	*m = (struct rpage_map) {
+		.peer_id = self->peer_id, .flags = flags, .pool_id = id,
+		.offset = offset, .length = length,
+	};
+	ret = rpage_map(fd, m, &addr);
+	ASSERT_EQ(0, ret) {
+		TH_LOG("map pool %#llx offset %#llx length %#llx: %s",
+		       (unsigned long long)id, (unsigned long long)offset,
+		       (unsigned long long)length, strerror(-ret));
+	}
+	EXPECT_NE(0, m->map_id);
+	EXPECT_EQ(0, m->mmap_offset % page);
+	return addr;
+}
+
+/*
+ * What most tests start from: pool POOL_A of @pages pages holding the
+ * pattern of SEED, all of it mapped with @flags (*@m) through the
+ * fixture's file; the area's address.
+ */
+static unsigned char *pattern_area(struct __test_metadata *_metadata,
+				   FIXTURE_DATA(map) *self, uint64_t pages,
+				   __u32 flags, struct rpage_map *m)
+{
+	make_pool(_metadata, self, POOL_A, pages, RPAGE_POOL_WRITABLE);
+	return map_area(_metadata, self, self->fd, POOL_A, 0, pages * page,
+			flags, m);
+}
+
+/*
+ * Touches pages [@first, @first + @n) of the area at @addr that maps
+ * pool @id from pool offset @pool_offset, checking every word against
+ * the pattern of @seed: the pool offset of the first that differs, or
+ * UINT64_MAX.
+ */
+static uint64_t check_pages(const unsigned char *addr, __u64 id,
+			    uint64_t pool_offset, uint64_t first, uint64_t n,
+			    uint64_t seed)
+{
+	return rpage_pattern_check(addr + first * page, n * page, id,
+				   pool_offset + first * page, seed);
+}
+
+static struct rpage_fault_stats map_stats(struct __test_metadata *_metadata,
+					  int fd, __u64 map_id)
+{
+	struct rpage_map_stats arg = { .map_id = map_id };
+
+	ASSERT_EQ(0, rpage_map_stats(fd, &arg));
+	return arg.stats;
+}
+
+/* The counters of the peer that is this host. */
+static struct rpage_stats peer_counters(struct __test_metadata *_metadata,
+					FIXTURE_DATA(map) *self)
+{
+	struct rpage_stats st;
+
+	ASSERT_EQ(0, peer_stats(self->fd, self->peer_id, &st));
+	return st;
+}
+
+/*
+ * What most tests start from: the peer, pool POOL_A of @pages pages
+ * holding the pattern of SEED, all of it mapped with @flags through the
+ * fixture's file (self->m, at self->addr), and the peer's counters from
+ * then in self->before.
+ */
+#define NEED_AREA(pages, flags) do { \
+	NEED_PEER(); \
+	self->addr = pattern_area(_metadata, self, (pages), (flags), &self->m); \
+	self->before = peer_counters(_metadata, self); \
+} while (0)
+
+/* The counters of NEED_AREA()'s mapping. */
+static struct rpage_fault_stats area_stats(struct __test_metadata *_metadata,
+					   FIXTURE_DATA(map) *self)
+{
+	return map_stats(_metadata, self->fd, self->m.map_id);
+}
+
+/* The peer's READs since NEED_AREA(). */
+static uint64_t reads_since(struct __test_metadata *_metadata,
+			    FIXTURE_DATA(map) *self)
+{
+	return peer_counters(_metadata, self).reads - self->before.reads;
+}
+
+static uint64_t hist_sum(const __u64 *hist)
+{
+	uint64_t sum = 0;
+
+	for (int i = 0; i < RPAGE_HIST_BUCKETS; i++)
+		sum += hist[i];
+	return sum;
+}
+
+static void *anon(uint64_t pages)
+{
+	void *mem = mmap(NULL, pages * page, PROT_READ | PROT_WRITE,
+			 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	return mem == MAP_FAILED ? NULL : mem;
+}
+
+/* The errno of an mmap(2) of @fd that must fail, 0 if it did not. */
+static int mmap_errno(int fd, uint64_t offset, uint64_t length, int flags)
+{
+	void *mem = mmap(NULL, length, PROT_READ | PROT_WRITE, flags, fd,
+			 (off_t)offset);
+
+	if (mem != MAP_FAILED) {
+		munmap(mem, length);
+		return 0;
+	}
+	return errno;
+}
+
+/* The commands on a range: one struct each, built by range_call(). */
+enum op { OP_MAP, OP_PREFETCH, OP_EVICT };
+
+static const char *const op_names[] = { "map", "prefetch", "evict" };
+
+struct range_call {
+	enum op op;
+	__u32 peer_id;		/* OP_MAP */
+	__u64 id;		/* the pool for OP_MAP, else the mapping */
+	__u64 offset, length;
+	__u32 flags, depth;	/* depth: OP_PREFETCH */
+	/* A reserved word to set: reserved[0..3], 4 for reserved0; or -1. */
+	int reserved;
+};
+
+static int range_call(int fd, const struct range_call *c)
+{
+	struct rpage_map map = {
+		.peer_id = c->peer_id, .flags = c->flags, .pool_id = c->id,
+		.offset = c->offset, .length = c->length,
+	};
+	struct rpage_prefetch pf = {
+		.map_id = c->id, .flags = c->flags, .depth = c->depth,
+		.offset = c->offset, .length = c->length,
+	};
+	struct rpage_evict ev = {
+		.map_id = c->id, .flags = c->flags, .offset = c->offset,
+		.length = c->length,
+	};
+	__u64 *reserved[] = { map.reserved, pf.reserved, ev.reserved };
+
+	if (c->reserved == 4)
+		ev.reserved0 = 1;
+	else if (c->reserved >= 0)
+		reserved[c->op][c->reserved] = 1ULL << 33;
+	switch (c->op) {
+	case OP_MAP:
+		return rpage_map_create(fd, &map);
+	case OP_PREFETCH:
+		return rpage_map_prefetch(fd, &pf);
+	case OP_EVICT:
+		return rpage_map_evict(fd, &ev);
+	}
+	return -ENOSYS;
+}
+
+/*
+ * @good with every flag bit @op does not know, and each of its reserved
+ * words, set in turn: all EINVAL.
+ */
+static void expect_bad_flags_and_reserved(struct __test_metadata *_metadata,
+					  int fd, const struct range_call *good)
+{
+	static const __u32 known[] = {
+		[OP_MAP] = RPAGE_MAP_FLAGS_ALL,
+		[OP_PREFETCH] = RPAGE_PREFETCH_FLAGS_ALL,
+		[OP_EVICT] = 0,
+	};
+	struct range_call c;
+
+	for (int bit = 0; bit < 32; bit++) {
+		if (known[good->op] & (1U << bit))
+			continue;
+		c = *good;
+		c.flags = 1U << bit;
+		EXPECT_EQ(-EINVAL, range_call(fd, &c)) {
+			TH_LOG("%s: flag bit %d", op_names[good->op], bit);
+		}
+	}
+	for (int r = 0; r <= (good->op == OP_EVICT ? 4 : 3); r++) {
+		c = *good;
+		c.reserved = r;
+		EXPECT_EQ(-EINVAL, range_call(fd, &c)) {
+			TH_LOG("%s: reserved word %d set (4: reserved0)",
+			       op_names[good->op], r);
+		}
+	}
+}
+
+/*
+ * @good on ranges of an object of @size bytes: misaligned or empty ones
+ * EINVAL, ones beyond its end (or around 2^64) ERANGE.
+ */
+static void expect_bad_ranges(struct __test_metadata *_metadata, int fd,
+			      const struct range_call *good, uint64_t size)
+{
+	const uint64_t top = UINT64_MAX & ~(page - 1);
+	const struct { uint64_t offset, length; int err; } bad[] = {
+		{ 1, page, EINVAL }, { 8, page, EINVAL },
+		{ page / 2, page, EINVAL }, { page + 512, page, EINVAL },
+		{ 0, 8, EINVAL }, { 0, page / 2, EINVAL },
+		{ 0, page + 8, EINVAL }, { 0, 0, EINVAL },
+		{ size, page, ERANGE },			/* just past the end */
+		{ size - page, 2 * page, ERANGE },	/* across the end */
+		{ 0, size + page, ERANGE },		/* longer than it */
+		{ 1ULL << 40, page, ERANGE },
+		{ top, page, ERANGE },			/* offset + length wraps */
+		{ top - page, 2 * page, ERANGE },	/* ends exactly at 2^64 */
+	};
+	struct range_call c;
+
+	for (size_t i = 0; i < ARRAY_LEN(bad); i++) {
+		c = *good;
+		c.offset = bad[i].offset;
+		c.length = bad[i].length;
+		EXPECT_EQ(-bad[i].err, range_call(fd, &c)) {
+			TH_LOG("%s: offset %#llx length %#llx", op_names[c.op],
+			       (unsigned long long)c.offset,
+			       (unsigned long long)c.length);
+		}
+	}
+}
+
+TEST_F(map, commands_need_the_handshake_first)
+{
+	struct rpage_map_stats st = { .map_id = 1 };
+	struct rpage_unmap unmap = { .map_id = 1 };
+	struct rpage_list list = { 0 };
+	struct range_call c = { .peer_id = 1, .id = 1, .length = page,
+				.reserved = -1 };
+	int fd = rpage_open(0);
+
+	ASSERT_LE(0, fd);
+	for (c.op = OP_MAP; c.op <= OP_EVICT; c.op++) {
+		EXPECT_EQ(-EINVAL, range_call(fd, &c)) {
+			TH_LOG("%s", op_names[c.op]);
+		}
+	}
+	EXPECT_EQ(-EINVAL, rpage_map_destroy(fd, &unmap));
+	EXPECT_EQ(-EINVAL, rpage_map_stats(fd, &st));
+	EXPECT_EQ(-EINVAL, rpage_peer_fault_stats(fd, &list));
+	EXPECT_EQ(EINVAL, mmap_errno(fd, 0, page, MAP_SHARED));
+	close(fd);
+}
+
+TEST_F_TIMEOUT(map, map_rejects_bad_arguments, 120)
+{
+	const uint64_t size = 16 * page;
+	struct range_call good = { .op = OP_MAP, .id = POOL_A, .length = size,
+				   .reserved = -1 }, c;
+	struct rpage_map m = { 0 };
+	int ret;
+
+	NEED_PEER();
+	make_pool(_metadata, self, POOL_A, 16, RPAGE_POOL_WRITABLE);
+	good.peer_id = self->peer_id;
+
+	expect_bad_flags_and_reserved(_metadata, self->fd, &good);
+	expect_bad_ranges(_metadata, self->fd, &good, size);
+
+	c = good;
+	c.peer_id = PEER_ID_NONE;
+	EXPECT_EQ(-ENOENT, range_call(self->fd, &c));
+	c.peer_id = UINT32_MAX;
+	EXPECT_EQ(-ENOENT, range_call(self->fd, &c));
+	c = good;
+	c.id = POOL_NONE;
+	EXPECT_EQ(-ENOENT, range_call(self->fd, &c));
+	/* More than any mapping may cover: too long, or beyond the pool. */
+	c = good;
+	c.length = RPAGE_MAP_MAX_BYTES + page;
+	ret = range_call(self->fd, &c);
+	EXPECT_EQ(-E2BIG, ret) {
+		TH_LOG("length beyond RPAGE_MAP_MAX_BYTES: %d (%s)", ret,
+		       strerror(-ret));
+	}
+
+	/* The good one, and its last page alone, are fine. */
+	EXPECT_EQ(0, range_call(self->fd, &good));
+	m = (struct rpage_map) { .peer_id = self->peer_id, .pool_id = POOL_A,
+				 .offset = size - page, .length = page };
+	EXPECT_EQ(0, rpage_map_create(self->fd, &m));
+	EXPECT_NE(0, m.map_id);
+}
+
+TEST_F_TIMEOUT(map, mmap_refusals, 120)
+{
+	struct rpage_map m, m_other;
+	unsigned char *part;
+	int other;
+
+	NEED_PEER();
+	make_pool(_metadata, self, POOL_A, 16, RPAGE_POOL_WRITABLE);
+	other = rpage_test_open();
+	ASSERT_LE(0, other);
+	map_area(_metadata, self, other, POOL_A, 0, 16 * page, 0, &m_other);
+
+	/* Before this file has a mapping of its own: the other file's. */
+	EXPECT_EQ(EINVAL, mmap_errno(self->fd, m_other.mmap_offset, page,
+				     MAP_SHARED));
+
+	/* Pages 4 to 11 of the pool. */
+	m = (struct rpage_map) { .peer_id = self->peer_id, .pool_id = POOL_A,
+				 .offset = 4 * page, .length = 8 * page };
+	ASSERT_EQ(0, rpage_map_create(self->fd, &m));
+	EXPECT_EQ(EINVAL, mmap_errno(self->fd, m.mmap_offset, 8 * page,
+				     MAP_PRIVATE));
+	EXPECT_EQ(EINVAL, mmap_errno(self->fd, m.mmap_offset, 9 * page,
+				     MAP_SHARED));
+	EXPECT_EQ(EINVAL, mmap_errno(self->fd, m.mmap_offset + page, 8 * page,
+				     MAP_SHARED));
+	EXPECT_EQ(EINVAL, mmap_errno(self->fd, m.mmap_offset + 8 * page, page,
+				     MAP_SHARED));
+	EXPECT_EQ(EINVAL, mmap_errno(self->fd, m.mmap_offset + (1ULL << 40),
+				     page, MAP_SHARED));
+
+	/* A part of the mapping may be mapped at its offset in it. */
+	part = mmap(NULL, 3 * page, PROT_READ | PROT_WRITE, MAP_SHARED,
+		    self->fd, (off_t)(m.mmap_offset + 2 * page));
+	ASSERT_NE(MAP_FAILED, part);
+	EXPECT_EQ(UINT64_MAX, check_pages(part, POOL_A, 6 * page, 0, 3, SEED));
+	EXPECT_EQ(3, map_stats(_metadata, self->fd, m.map_id).faults);
+}
+
+TEST_F_TIMEOUT(map, unmap_refusals, 120)
+{
+	struct rpage_unmap unmap;
+	struct rpage_map_stats st;
+	struct rpage_map m, m_other;
+	int other, ret;
+
+	NEED_PEER();
+	make_pool(_metadata, self, POOL_A, 4, RPAGE_POOL_WRITABLE);
+	other = rpage_test_open();
+	ASSERT_LE(0, other);
+	map_area(_metadata, self, other, POOL_A, 0, 4 * page, 0, &m_other);
+
+	/* Another file's mapping is no mapping of this one. */
+	unmap = (struct rpage_unmap) { .map_id = m_other.map_id };
+	EXPECT_EQ(-ENOENT, rpage_map_destroy(self->fd, &unmap));
+	st = (struct rpage_map_stats) { .map_id = m_other.map_id };
+	EXPECT_EQ(-ENOENT, rpage_map_stats(self->fd, &st));
+	st = (struct rpage_map_stats) { .map_id = m_other.map_id };
+	EXPECT_EQ(0, rpage_map_stats(other, &st));
+
+	m = (struct rpage_map) { .peer_id = self->peer_id, .pool_id = POOL_A,
+				 .length = 4 * page };
+	ASSERT_EQ(0, rpage_map_create(self->fd, &m));
+	unmap = (struct rpage_unmap) { .map_id = m.map_id + 1000 };
+	EXPECT_EQ(-ENOENT, rpage_map_destroy(self->fd, &unmap));
+	unmap = (struct rpage_unmap) { .map_id = UINT64_MAX };
+	EXPECT_EQ(-ENOENT, rpage_map_destroy(self->fd, &unmap));
+	/* No mapping has id 0: either answer will do. */
+	unmap = (struct rpage_unmap) { .map_id = 0 };
+	ret = rpage_map_destroy(self->fd, &unmap);
+	EXPECT_TRUE(ret == -ENOENT || ret == -EINVAL) {
+		TH_LOG("unmap id 0: %d (%s)", ret, strerror(-ret));
+	}
+	for (int r = 0; r < 3; r++) {
+		unmap = (struct rpage_unmap) { .map_id = m.map_id };
+		unmap.reserved[r] = 1;
+		EXPECT_EQ(-EINVAL, rpage_map_destroy(self->fd, &unmap)) {
+			TH_LOG("reserved[%d] set", r);
+		}
+	}
+
+	/* All that left it in place; then it goes, once. */
+	st = (struct rpage_map_stats) { .map_id = m.map_id };
+	EXPECT_EQ(0, rpage_map_stats(self->fd, &st));
+	unmap = (struct rpage_unmap) { .map_id = m.map_id };
+	EXPECT_EQ(0, rpage_map_destroy(self->fd, &unmap));
+	EXPECT_EQ(-ENOENT, rpage_map_destroy(self->fd, &unmap));
+	EXPECT_EQ(-ENOENT, rpage_map_stats(self->fd, &st));
+	EXPECT_EQ(EINVAL, mmap_errno(self->fd, m.mmap_offset, page, MAP_SHARED));
+	/* The other file's is still there. */
+	st = (struct rpage_map_stats) { .map_id = m_other.map_id };
+	EXPECT_EQ(0, rpage_map_stats(other, &st));
+}
+
+TEST_F_TIMEOUT(map, prefetch_and_evict_reject_bad_arguments, 120)
+{
+	const uint64_t size = 8 * page;
+	struct range_call good = { .length = size, .reserved = -1 }, c;
+	struct rpage_fault_stats st;
+	struct rpage_map m, m_other;
+	int other;
+
+	NEED_PEER();
+	make_pool(_metadata, self, POOL_A, 16, RPAGE_POOL_WRITABLE);
+	map_area(_metadata, self, self->fd, POOL_A, 4 * page, size, 0, &m);
+	other = rpage_test_open();
+	ASSERT_LE(0, other);
+	m_other = (struct rpage_map) { .peer_id = self->peer_id,
+				       .pool_id = POOL_A, .length = size };
+	ASSERT_EQ(0, rpage_map_create(other, &m_other));
+
+	for (good.op = OP_PREFETCH; good.op <= OP_EVICT; good.op++) {
+		good.id = m.map_id;
+		expect_bad_flags_and_reserved(_metadata, self->fd, &good);
+		expect_bad_ranges(_metadata, self->fd, &good, size);
+		c = good;
+		c.id = m.map_id + 1000;
+		EXPECT_EQ(-ENOENT, range_call(self->fd, &c));
+		c.id = UINT64_MAX;
+		EXPECT_EQ(-ENOENT, range_call(self->fd, &c));
+		/* Unless the ids of the two files happen to agree. */
+		c.id = m_other.map_id;
+		if (c.id != m.map_id) {
+			EXPECT_EQ(-ENOENT, range_call(self->fd, &c)) {
+				TH_LOG("%s: the other file's mapping", op_names[c.op]);
+			}
+		}
+	}
+	c = good;
+	c.op = OP_PREFETCH;
+	c.depth = RPAGE_PREFETCH_DEPTH_MAX + 1;
+	EXPECT_EQ(-EINVAL, range_call(self->fd, &c));
+	c.depth = UINT32_MAX;
+	EXPECT_EQ(-EINVAL, range_call(self->fd, &c));
+
+	/* Nothing was fetched or dropped. */
+	st = map_stats(_metadata, self->fd, m.map_id);
+	EXPECT_EQ(0, st.prefetched);
+	EXPECT_EQ(0, st.evicted);
+	EXPECT_EQ(0, st.faults);
+	st = map_stats(_metadata, other, m_other.map_id);
+	EXPECT_EQ(0, st.prefetched);
+
+	/* The deepest queue, on the last page, is fine. */
+	c = good;
+	c.op = OP_PREFETCH;
+	c.flags = RPAGE_PREFETCH_WAIT;
+	c.depth = RPAGE_PREFETCH_DEPTH_MAX;
+	c.offset = size - page;
+	c.length = page;
+	EXPECT_EQ(0, range_call(self->fd, &c));
+	EXPECT_EQ(1, map_stats(_metadata, self->fd, m.map_id).prefetched);
+}
+
+TEST_F_TIMEOUT(map, whole_pool_reads_like_rpage_read, 120)
+{
+	const uint64_t pages = 1024;
+	unsigned char *buf = anon(pages);
+
+	NEED_AREA(pages, 0);
+	ASSERT_NE(NULL, buf);
+
+	memset(buf, 0xa5, pages * page);
+	ASSERT_EQ(0, io1(self->fd, false, self->peer_id, POOL_A, 0, pages * page, buf));
+	EXPECT_EQ(0, memcmp(buf, self->addr, pages * page));
+	EXPECT_EQ(UINT64_MAX, check_pages(self->addr, POOL_A, 0, 0, pages, SEED));
+	EXPECT_EQ(pages, area_stats(_metadata, self).faults);
+}
+
+TEST_F_TIMEOUT(map, each_page_faults_once, 120)
+{
+	const uint64_t pages = 256;
+	struct rpage_fault_stats st;
+
+	NEED_AREA(pages, 0);
+	st = area_stats(_metadata, self);
+	EXPECT_EQ(0, st.faults + st.minor_faults + st.waits);
+
+	EXPECT_EQ(UINT64_MAX, check_pages(self->addr, POOL_A, 0, 0, pages, SEED));
+	st = area_stats(_metadata, self);
+	EXPECT_EQ(pages, st.faults);
+	EXPECT_EQ(0, st.minor_faults);
+	EXPECT_EQ(0, st.waits);
+	EXPECT_EQ(0, st.prefetched);
+	EXPECT_EQ(0, st.prefetch_hits);
+	EXPECT_EQ(0, st.sigbus);
+	EXPECT_EQ(st.faults + st.minor_faults + st.waits, hist_sum(st.latency));
+	EXPECT_EQ(pages, reads_since(_metadata, self));
+
+	/* While mapped, the pages stay: a second touch faults no more. */
+	EXPECT_EQ(UINT64_MAX, check_pages(self->addr, POOL_A, 0, 0, pages, SEED));
+	st = area_stats(_metadata, self);
+	EXPECT_EQ(pages, st.faults);
+	EXPECT_EQ(0, st.minor_faults);
+	EXPECT_EQ(0, st.waits);
+	EXPECT_EQ(pages, reads_since(_metadata, self));
+}
+
+TEST_F_TIMEOUT(map, prefetch_then_touch_does_not_fault, 120)
+{
+	const uint64_t pages = 256;
+	struct rpage_prefetch pf;
+	struct rpage_fault_stats st;
+	unsigned char *addr2;
+	struct rpage_map m2;
+
+	NEED_AREA(pages, 0);
+
+	/* In the background: the touches wait for it, or find it done. */
+	pf = (struct rpage_prefetch) { .map_id = self->m.map_id, .length = pages * page };
+	ASSERT_EQ(0, rpage_map_prefetch(self->fd, &pf));
+	EXPECT_EQ(pages, pf.queued);
+	EXPECT_EQ(0, pf.failed);
+	EXPECT_EQ(UINT64_MAX, check_pages(self->addr, POOL_A, 0, 0, pages, SEED));
+	st = area_stats(_metadata, self);
+	EXPECT_EQ(0, st.faults);
+	EXPECT_EQ(pages, st.prefetched);
+	EXPECT_EQ(pages, st.prefetch_hits);
+	EXPECT_EQ(pages, reads_since(_metadata, self));
+	/* Everything is here: nothing to queue. */
+	ASSERT_EQ(0, rpage_map_prefetch(self->fd, &pf));
+	EXPECT_EQ(0, pf.queued);
+
+	/* Waiting for it, half of a second mapping: the rest faults. */
+	addr2 = map_area(_metadata, self, self->fd, POOL_A, 0, pages * page, 0, &m2);
+	pf = (struct rpage_prefetch) { .map_id = m2.map_id,
+				       .flags = RPAGE_PREFETCH_WAIT,
+				       .length = pages / 2 * page };
+	ASSERT_EQ(0, rpage_map_prefetch(self->fd, &pf));
+	EXPECT_EQ(pages / 2, pf.queued);
+	EXPECT_EQ(0, pf.failed);
+	EXPECT_EQ(pages / 2, map_stats(_metadata, self->fd, m2.map_id).prefetched);
+	EXPECT_EQ(UINT64_MAX, check_pages(addr2, POOL_A, 0, 0, pages, SEED));
+	st = map_stats(_metadata, self->fd, m2.map_id);
+	EXPECT_EQ(pages / 2, st.faults);
+	EXPECT_EQ(0, st.waits);
+	EXPECT_EQ(pages / 2, st.prefetch_hits);
+	EXPECT_EQ(pages / 2, st.prefetched);
+}
+
+TEST_F_TIMEOUT(map, readahead_reads_ahead_of_sequential_faults, 120)
+{
+	const uint64_t pages = 256;
+	struct rpage_fault_stats st;
+
+	NEED_AREA(pages, RPAGE_MAP_READAHEAD);
+	for (uint64_t i = 0; i < pages; i++) {
+		ASSERT_EQ(UINT64_MAX, check_pages(self->addr, POOL_A, 0, i, 1, SEED));
+	}
+	st = area_stats(_metadata, self);
+	EXPECT_LT(0, st.prefetched);
+	EXPECT_GT(pages, st.faults);
+	/* Every page came once: by its own fault or ahead of it. */
+	EXPECT_EQ(pages, st.faults + st.prefetch_hits);
+	EXPECT_EQ(pages, reads_since(_metadata, self));
+}
+
+/* Threads that touch the same pages at once. */
+struct crowd {
+	pthread_barrier_t start;
+	const unsigned char *addr;
+	uint64_t pages;
+	bool bad;		/* __atomic */
+};
+
+static void *crowd_run(void *arg)
+{
+	struct crowd *c = arg;
+
+	pthread_barrier_wait(&c->start);
+	if (check_pages(c->addr, POOL_A, 0, 0, c->pages, SEED) != UINT64_MAX)
+		__atomic_store_n(&c->bad, true, __ATOMIC_RELEASE);
+	return NULL;
+}
+
+TEST_F_TIMEOUT(map, concurrent_faults_read_each_page_once, 120)
+{
+	const uint64_t pages = 64;
+	struct crowd c = { .pages = pages };
+	struct rpage_fault_stats st;
+	pthread_t threads[8];
+
+	NEED_AREA(pages, 0);
+	c.addr = self->addr;
+	ASSERT_EQ(0, pthread_barrier_init(&c.start, NULL, ARRAY_LEN(threads)));
+	for (size_t i = 0; i < ARRAY_LEN(threads); i++) {
+		ASSERT_EQ(0, pthread_create(&threads[i], NULL, crowd_run, &c));
+	}
+	for (size_t i = 0; i < ARRAY_LEN(threads); i++)
+		pthread_join(threads[i], NULL);
+	EXPECT_FALSE(c.bad);
+	st = area_stats(_metadata, self);
+	EXPECT_EQ(pages, st.faults);
+	EXPECT_EQ(0, st.sigbus);
+	EXPECT_EQ(pages, reads_since(_metadata, self));
+}
+
+TEST_F_TIMEOUT(map, evict_writes_back_and_drops, 120)
+{
+	const uint64_t pages = 64;
+	unsigned char *buf = anon(pages);
+	struct rpage_fault_stats st;
+	struct rpage_stats after;
+	struct rpage_evict ev;
+
+	NEED_AREA(pages, 0);
+	ASSERT_NE(NULL, buf);
+	ASSERT_EQ(UINT64_MAX, check_pages(self->addr, POOL_A, 0, 0, pages, SEED));
+
+	/* Pages 8 to 23 get the second pattern. */
+	rpage_pattern_fill(self->addr + 8 * page, 16 * page, POOL_A, 8 * page, SEED2);
+	ev = (struct rpage_evict) { .map_id = self->m.map_id, .length = pages * page };
+	ASSERT_EQ(0, rpage_map_evict(self->fd, &ev));
+	EXPECT_EQ(pages, ev.evicted);
+	EXPECT_EQ(16, ev.written);
+	after = peer_counters(_metadata, self);
+	EXPECT_EQ(16, after.writes - self->before.writes);
+	st = area_stats(_metadata, self);
+	EXPECT_EQ(pages, st.evicted);
+	EXPECT_EQ(16, st.written);
+
+	/* The pool has them... */
+	memset(buf, 0xa5, pages * page);
+	ASSERT_EQ(0, io1(self->fd, false, self->peer_id, POOL_A, 0, pages * page, buf));
+	EXPECT_EQ(UINT64_MAX, rpage_pattern_check(buf, 8 * page, POOL_A, 0, SEED));
+	EXPECT_EQ(UINT64_MAX, rpage_pattern_check(buf + 8 * page, 16 * page, POOL_A,
+						  8 * page, SEED2));
+	EXPECT_EQ(UINT64_MAX, rpage_pattern_check(buf + 24 * page, 40 * page,
+						  POOL_A, 24 * page, SEED));
+
+	/* ...and every page faults in again, from the pool. */
+	EXPECT_EQ(UINT64_MAX, check_pages(self->addr, POOL_A, 0, 0, 8, SEED));
+	EXPECT_EQ(UINT64_MAX, check_pages(self->addr, POOL_A, 0, 8, 16, SEED2));
+	EXPECT_EQ(UINT64_MAX, check_pages(self->addr, POOL_A, 0, 24, 40, SEED));
+	st = area_stats(_metadata, self);
+	EXPECT_EQ(2 * pages, st.faults);
+	/* The check of the pool above read each page once, the refaults once. */
+	EXPECT_EQ(2 * pages, peer_counters(_metadata, self).reads - after.reads);
+}
+
+TEST_F_TIMEOUT(map, evict_of_a_clean_range_writes_nothing, 120)
+{
+	const uint64_t pages = 32;
+	struct rpage_evict ev;
+
+	NEED_AREA(pages, 0);
+	ASSERT_EQ(UINT64_MAX, check_pages(self->addr, POOL_A, 0, 0, pages, SEED));
+
+	ev = (struct rpage_evict) { .map_id = self->m.map_id, .length = pages * page };
+	ASSERT_EQ(0, rpage_map_evict(self->fd, &ev));
+	EXPECT_EQ(pages, ev.evicted);
+	EXPECT_EQ(0, ev.written);
+	EXPECT_EQ(0, peer_counters(_metadata, self).writes - self->before.writes);
+	EXPECT_EQ(UINT64_MAX, check_pages(self->addr, POOL_A, 0, 0, pages, SEED));
+	EXPECT_EQ(2 * pages, area_stats(_metadata, self).faults);
+
+	/* A part: pages 8 to 15 alone come again. */
+	ev = (struct rpage_evict) { .map_id = self->m.map_id, .offset = 8 * page,
+				    .length = 8 * page };
+	ASSERT_EQ(0, rpage_map_evict(self->fd, &ev));
+	EXPECT_EQ(8, ev.evicted);
+	EXPECT_EQ(0, ev.written);
+	EXPECT_EQ(UINT64_MAX, check_pages(self->addr, POOL_A, 0, 0, pages, SEED));
+	EXPECT_EQ(2 * pages + 8, area_stats(_metadata, self).faults);
+}
+
+TEST_F_TIMEOUT(map, evict_of_a_read_only_pool_is_erofs, 120)
+{
+	const uint64_t pages = 16;
+	struct rpage_fault_stats st;
+	struct rpage_evict ev;
+	unsigned char *addr;
+	struct rpage_map m;
+
+	NEED_PEER();
+	make_pool(_metadata, self, POOL_B, pages, 0);
+	addr = map_area(_metadata, self, self->fd, POOL_B, 0, pages * page, 0, &m);
+	ASSERT_EQ(UINT64_MAX, first_nonzero(addr, pages * page));
+	/* The mapping is writable even so: the pool is not. */
+	memset(addr + 3 * page, 0x5a, page);
+
+	ev = (struct rpage_evict) { .map_id = m.map_id, .length = pages * page };
+	EXPECT_EQ(-EROFS, rpage_map_evict(self->fd, &ev));
+	/* Nothing was dropped: no page faults again, ours is ours. */
+	EXPECT_EQ(UINT64_MAX, first_nonzero(addr, 3 * page));
+	EXPECT_EQ(0x5a, addr[3 * page]);
+	EXPECT_EQ(0x5a, addr[4 * page - 1]);
+	EXPECT_EQ(UINT64_MAX, first_nonzero(addr + 4 * page, (pages - 4) * page));
+	st = map_stats(_metadata, self->fd, m.map_id);
+	EXPECT_EQ(pages, st.faults);
+	EXPECT_EQ(0, st.evicted);
+	EXPECT_EQ(0, st.written);
+
+	/* A range without the dirty page is fine. */
+	ev = (struct rpage_evict) { .map_id = m.map_id, .offset = 4 * page,
+				    .length = 4 * page };
+	EXPECT_EQ(0, rpage_map_evict(self->fd, &ev));
+	EXPECT_EQ(4, ev.evicted);
+	EXPECT_EQ(0, ev.written);
+	EXPECT_EQ(0x5a, addr[3 * page]);
+}
+
+/* What the forked child found wrong, as bits of its exit code. */
+enum {
+	CHILD_FETCHED	= 1 << 0,	/* the page the parent had */
+	CHILD_NEW	= 1 << 1,	/* the page it fetched itself */
+};
+
+TEST_F_TIMEOUT(map, fork_child_shares_the_pages, 120)
+{
+	const uint64_t pages = 8;
+	struct rpage_fault_stats st;
+	int status;
+	pid_t pid;
+
+	NEED_AREA(pages, 0);
+	ASSERT_EQ(UINT64_MAX, check_pages(self->addr, POOL_A, 0, 0, 1, SEED));
+
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (pid == 0) {
+		int result = 0;
+
+		if (check_pages(self->addr, POOL_A, 0, 0, 1, SEED) != UINT64_MAX)
+			result |= CHILD_FETCHED;
+		if (check_pages(self->addr, POOL_A, 0, 1, 1, SEED) != UINT64_MAX)
+			result |= CHILD_NEW;
+		/* The parent is to see this: the pages are shared. */
+		rpage_pattern_fill(self->addr + page, page, POOL_A, page, SEED2);
+		_exit(result);
+	}
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	ASSERT_TRUE(WIFEXITED(status));
+	EXPECT_EQ(0, WEXITSTATUS(status) & CHILD_FETCHED);
+	EXPECT_EQ(0, WEXITSTATUS(status) & CHILD_NEW);
+	EXPECT_EQ(2, area_stats(_metadata, self).faults);
+
+	/* The child's page, with the child's write, without a READ. */
+	EXPECT_EQ(UINT64_MAX, check_pages(self->addr, POOL_A, 0, 1, 1, SEED2));
+	st = area_stats(_metadata, self);
+	EXPECT_EQ(2, st.faults);
+	EXPECT_LE(1, st.minor_faults + st.waits);
+}
+
+TEST_F_TIMEOUT(map, partial_munmap_leaves_the_rest, 120)
+{
+	const uint64_t pages = 16;
+	unsigned char *hole;
+
+	NEED_AREA(pages, 0);
+	ASSERT_EQ(UINT64_MAX, check_pages(self->addr, POOL_A, 0, 5, 1, SEED));
+	ASSERT_EQ(UINT64_MAX, check_pages(self->addr, POOL_A, 0, 7, 1, SEED));
+
+	/* Pages 6 to 9 go, 7 of them fetched. */
+	ASSERT_EQ(0, munmap(self->addr + 6 * page, 4 * page));
+	EXPECT_EQ(UINT64_MAX, check_pages(self->addr, POOL_A, 0, 0, 6, SEED));
+	EXPECT_EQ(UINT64_MAX, check_pages(self->addr, POOL_A, 0, 10, 6, SEED));
+	EXPECT_EQ(pages - 3, area_stats(_metadata, self).faults);
+
+	/* Mapped again, page 7 is still here; 6, 8 and 9 fault. */
+	hole = mmap(NULL, 4 * page, PROT_READ | PROT_WRITE, MAP_SHARED, self->fd,
+		    (off_t)(self->m.mmap_offset + 6 * page));
+	ASSERT_NE(MAP_FAILED, hole);
+	EXPECT_EQ(UINT64_MAX, check_pages(hole, POOL_A, 6 * page, 0, 4, SEED));
+	EXPECT_EQ(pages, area_stats(_metadata, self).faults);
+}
+
+TEST_F_TIMEOUT(map, mremap_may_move_but_not_grow, 120)
+{
+	const uint64_t pages = 8;
+	unsigned char *moved, *target;
+
+	NEED_AREA(pages, 0);
+	ASSERT_EQ(UINT64_MAX, check_pages(self->addr, POOL_A, 0, 0, pages / 2, SEED));
+
+	EXPECT_EQ(MAP_FAILED, mremap(self->addr, pages * page, (pages + 1) * page, 0));
+	EXPECT_EQ(MAP_FAILED, mremap(self->addr, pages * page, (pages + 1) * page,
+				     MREMAP_MAYMOVE));
+
+	/* Somewhere to move to: an address range of its own. */
+	target = mmap(NULL, pages * page, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS,
+		      -1, 0);
+	ASSERT_NE(MAP_FAILED, target);
+	moved = mremap(self->addr, pages * page, pages * page,
+		       MREMAP_MAYMOVE | MREMAP_FIXED, target);
+	ASSERT_EQ(target, moved);
+	EXPECT_EQ(UINT64_MAX, check_pages(moved, POOL_A, 0, 0, pages, SEED));
+	EXPECT_EQ(pages, area_stats(_metadata, self).faults);
+	ASSERT_EQ(0, munmap(moved, pages * page));
+}
+
+TEST_F_TIMEOUT(map, areas_outlive_unmap_and_close, 120)
+{
+	const uint64_t pages = 8;
+	struct rpage_map_stats st;
+	struct rpage_unmap unmap;
+	struct rpage_prefetch pf;
+	unsigned char *addr2;
+	struct rpage_map m2;
+	int other;
+
+	NEED_AREA(pages, 0);
+	ASSERT_EQ(UINT64_MAX, check_pages(self->addr, POOL_A, 0, 0, 1, SEED));
+
+	unmap = (struct rpage_unmap) { .map_id = self->m.map_id };
+	ASSERT_EQ(0, rpage_map_destroy(self->fd, &unmap));
+	/* The area keeps the mapping: fetched and new pages alike. */
+	EXPECT_EQ(UINT64_MAX, check_pages(self->addr, POOL_A, 0, 0, pages, SEED));
+	/* But the id names nothing. */
+	st = (struct rpage_map_stats) { .map_id = self->m.map_id };
+	EXPECT_EQ(-ENOENT, rpage_map_stats(self->fd, &st));
+	pf = (struct rpage_prefetch) { .map_id = self->m.map_id, .length = page };
+	EXPECT_EQ(-ENOENT, rpage_map_prefetch(self->fd, &pf));
+	EXPECT_EQ(EINVAL, mmap_errno(self->fd, self->m.mmap_offset, page, MAP_SHARED));
+	EXPECT_EQ(0, munmap(self->addr, pages * page));
+
+	/* The same when the file closes. */
+	other = rpage_test_open();
+	ASSERT_LE(0, other);
+	addr2 = map_area(_metadata, self, other, POOL_A, 0, pages * page, 0, &m2);
+	ASSERT_EQ(UINT64_MAX, check_pages(addr2, POOL_A, 0, 0, 1, SEED));
+	close(other);
+	EXPECT_EQ(UINT64_MAX, check_pages(addr2, POOL_A, 0, 0, pages, SEED));
+	EXPECT_EQ(0, munmap(addr2, pages * page));
+}
+
+TEST_F_TIMEOUT(map, destroyed_pool_raises_sigbus, 300)
+{
+	const uint64_t pages = 16;
+	const uint64_t bound_ms = 3 * (uint64_t)rpage_test_io_timeout_ms() + 5000;
+
+	NEED_AREA(pages, 0);
+	ASSERT_EQ(UINT64_MAX, check_pages(self->addr, POOL_A, 0, 0, pages / 2, SEED));
+	ASSERT_EQ(0, destroy_pool(self->fd, POOL_A));
+
+	on_sigbus(sigbus_jump);
+	for (uint64_t i = pages / 2; i < pages / 2 + 2; i++) {
+		uint64_t start = now_ms(), took;
+		void *at = NULL;
+		bool bus = touch_sigbus(self->addr + i * page, &at);
+
+		took = now_ms() - start;
+		EXPECT_TRUE(bus) {
+			TH_LOG("page %llu of a destroyed pool was served",
+			       (unsigned long long)i);
+		}
+		EXPECT_EQ(self->addr + i * page, at);
+		EXPECT_GE(bound_ms, took) {
+			TH_LOG("page %llu: SIGBUS after %llu ms",
+			       (unsigned long long)i, (unsigned long long)took);
+		}
+	}
+	on_sigbus(NULL);
+	/* What was fetched stays. */
+	EXPECT_EQ(UINT64_MAX, check_pages(self->addr, POOL_A, 0, 0, pages / 2, SEED));
+	EXPECT_LE(2, area_stats(_metadata, self).sigbus);
+}
+
+static bool match_peer_fault_stats(const void *entry, const void *peer_id)
+{
+	return ((const struct rpage_peer_fault_stats *)entry)->peer_id ==
+		*(const __u32 *)peer_id;
+}
+
+/* The entry of the peer that is this host in RPAGE_IOC_PEER_FAULT_STATS. */
+static struct rpage_peer_fault_stats
+peer_fault_counters(struct __test_metadata *_metadata, FIXTURE_DATA(map) *self)
+{
+	struct rpage_peer_fault_stats entry;
+
+	ASSERT_EQ(1, list_find(self->fd, rpage_peer_fault_stats, sizeof(entry),
+			       match_peer_fault_stats, &self->peer_id, &entry));
+	return entry;
+}
+
+TEST_F(map, fault_stats_reject_bad_arguments)
+{
+	struct rpage_map_stats st;
+	struct rpage_list list;
+
+	st = (struct rpage_map_stats) { .map_id = MAP_ID_NONE };
+	EXPECT_EQ(-ENOENT, rpage_map_stats(self->fd, &st));
+	for (int r = 0; r < 3; r++) {
+		st = (struct rpage_map_stats) { .map_id = MAP_ID_NONE };
+		st.reserved[r] = 1;
+		EXPECT_EQ(-EINVAL, rpage_map_stats(self->fd, &st)) {
+			TH_LOG("reserved[%d] set", r);
+		}
+	}
+	list = (struct rpage_list) { .count = 1 };
+	EXPECT_EQ(-EINVAL, rpage_peer_fault_stats(self->fd, &list));
+	for (int r = 0; r < 2; r++) {
+		list = (struct rpage_list) { 0 };
+		list.reserved[r] = 1;
+		EXPECT_EQ(-EINVAL, rpage_peer_fault_stats(self->fd, &list)) {
+			TH_LOG("reserved[%d] set", r);
+		}
+	}
+	list = (struct rpage_list) { .capacity = 4 };
+	EXPECT_EQ(-EFAULT, rpage_peer_fault_stats(self->fd, &list));
+	list = (struct rpage_list) { 0 };
+	EXPECT_EQ(0, rpage_peer_fault_stats(self->fd, &list));
+}
+
+TEST_F_TIMEOUT(map, stats_report_the_counters, 120)
+{
+	const uint64_t pages = 32;
+	struct rpage_peer_fault_stats before, after;
+	struct rpage_fault_stats st;
+	struct rpage_prefetch pf;
+	struct rpage_evict ev;
+	struct rpage_unmap unmap;
+
+	NEED_AREA(pages, 0);
+	before = peer_fault_counters(_metadata, self);
+
+	/* 8 pages prefetched, 24 faulted, 16 evicted of which 1 dirty. */
+	pf = (struct rpage_prefetch) { .map_id = self->m.map_id,
+				       .flags = RPAGE_PREFETCH_WAIT,
+				       .length = 8 * page };
+	ASSERT_EQ(0, rpage_map_prefetch(self->fd, &pf));
+	ASSERT_EQ(UINT64_MAX, check_pages(self->addr, POOL_A, 0, 0, pages, SEED));
+	self->addr[20 * page] ^= 1;
+	ev = (struct rpage_evict) { .map_id = self->m.map_id, .offset = 16 * page,
+				    .length = 16 * page };
+	ASSERT_EQ(0, rpage_map_evict(self->fd, &ev));
+	/* And one more fault. */
+	EXPECT_EQ(UINT64_MAX, check_pages(self->addr, POOL_A, 0, 16, 1, SEED));
+
+	st = area_stats(_metadata, self);
+	EXPECT_EQ(25, st.faults);
+	EXPECT_EQ(8, st.minor_faults + st.waits);
+	EXPECT_EQ(8, st.prefetched);
+	EXPECT_EQ(8, st.prefetch_hits);
+	EXPECT_EQ(16, st.evicted);
+	EXPECT_EQ(1, st.written);
+	EXPECT_EQ(0, st.sigbus);
+	EXPECT_EQ(33, hist_sum(st.latency));
+	for (int r = 0; r < 8; r++) {
+		EXPECT_EQ(0, st.reserved[r]);
+	}
+
+	/* The peer's counters keep what its mappings did, gone or not. */
+	unmap = (struct rpage_unmap) { .map_id = self->m.map_id };
+	ASSERT_EQ(0, munmap(self->addr, pages * page));
+	ASSERT_EQ(0, rpage_map_destroy(self->fd, &unmap));
+	after = peer_fault_counters(_metadata, self);
+	EXPECT_STREQ(self->peer, after.name);
+	EXPECT_EQ(0, after.reserved0);
+	EXPECT_EQ(25, after.stats.faults - before.stats.faults);
+	EXPECT_EQ(8, after.stats.prefetched - before.stats.prefetched);
+	EXPECT_EQ(8, after.stats.prefetch_hits - before.stats.prefetch_hits);
+	EXPECT_EQ(16, after.stats.evicted - before.stats.evicted);
+	EXPECT_EQ(1, after.stats.written - before.stats.written);
+	EXPECT_EQ(0, after.stats.sigbus - before.stats.sigbus);
+	EXPECT_EQ(33, hist_sum(after.stats.latency) - hist_sum(before.stats.latency));
+}
+
+TEST_HARNESS_MAIN
