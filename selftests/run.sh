@@ -131,21 +131,8 @@ for kver in "${kernels[@]}"; do
 
 	# Two guests, host A and host B, on one UDP link over 127.0.0.1.
 	pair=$VM_DIR/$kver/pair
-	rm -rf "$pair"
-	mkdir -p "$pair/sync"
 	t0=$(date +%s)
-	vm_boot "$kver" "$pair/a" selftests/guest/pair.sh --smp 1 --mem 1536 \
-		--node a --ip 192.0.2.1 --peer-node b --peer-ip 192.0.2.2 \
-		--mac 52:54:00:12:34:0a --sync "$pair/sync" \
-		--udp "$((port_base + 2)):$((port_base + 3))" &
-	pid_a=$!
-	vm_boot "$kver" "$pair/b" selftests/guest/pair.sh --smp 1 --mem 1536 \
-		--node b --ip 192.0.2.2 --peer-node a --peer-ip 192.0.2.1 \
-		--mac 52:54:00:12:34:0b --sync "$pair/sync" \
-		--udp "$((port_base + 3)):$((port_base + 2))" &
-	pid_b=$!
-	wait "$pid_a"
-	wait "$pid_b"
+	vm_boot_pair "$kver" "$pair" selftests/guest/pair.sh $((port_base + 2))
 	echo "# [$kver pair] guests ran $(( $(date +%s) - t0 ))s"
 	judge_guest "$kver host-a" "$pair/a"
 	judge_guest "$kver host-b" "$pair/b"

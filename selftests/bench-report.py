@@ -1,0 +1,242 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0
+"""Tabulates one benchmark run: rpage's figures next to the baselines
+measured in the same run, with their ratios.
+
+    bench-report.py RESULTS_DIR [--kernel KVER] [--accel ACCEL]
+
+RESULTS_DIR holds the JSON lines host B wrote (*.jsonl: one record per
+measurement, as rpage-bench, rpage_uffd_baseline and the perftest
+wrappers of selftests/guest/bench.sh print them) and samples/NAME.txt
+(latency samples in ns, one per line). Writes results.json, results.csv
+and latency.png (a gnuplot CDF of the latency samples) there, and prints
+the tables.
+"""
+import argparse
+import csv
+import datetime
+import glob
+import json
+import os
+import subprocess
+import sys
+
+LAT_FIELDS = ("samples", "min_ns", "p50_ns", "p90_ns", "p99_ns", "p999_ns",
+              "max_ns")
+
+# (what, rpage record, field, baseline record, field, target, better)
+# better: "lower" for latencies, "higher" for throughputs; target is
+# the ratio rpage/baseline the issue asks for, None if it names none.
+COMPARISONS = [
+    ("fault p50, random", "fault_random", "p50_ns", "ib_read_lat", "p50_ns", 1.0, "lower"),
+    ("fault p50, sequential", "fault_seq", "p50_ns", "ib_read_lat", "p50_ns", 1.0, "lower"),
+    ("fault p50, random", "fault_random", "p50_ns", "uffd_rdma_random", "p50_ns", 0.5, "lower"),
+    ("fault p99, random", "fault_random", "p99_ns", "uffd_rdma_random", "p99_ns", 0.5, "lower"),
+    ("fault p50, sequential", "fault_seq", "p50_ns", "uffd_rdma_seq", "p50_ns", 0.5, "lower"),
+    ("fault p99, sequential", "fault_seq", "p99_ns", "uffd_rdma_seq", "p99_ns", 0.5, "lower"),
+    ("fault p50, random", "fault_random", "p50_ns", "uffd_tcp_random", "p50_ns", None, "lower"),
+    ("fault p99, random", "fault_random", "p99_ns", "uffd_tcp_random", "p99_ns", None, "lower"),
+    ("fault p50, sequential", "fault_seq", "p50_ns", "uffd_tcp_seq", "p50_ns", None, "lower"),
+    ("read ioctl p50, qd 1", "read_lat_qd1", "p50_ns", "ib_read_lat", "p50_ns", None, "lower"),
+    ("profile: READ on the wire / fault in rpage", "trace_read_on_wire", "p50_ns", "trace_fault_in_rpage", "p50_ns", None, "lower"),
+    ("profile: fault in rpage / fault seen", "trace_fault_in_rpage", "p50_ns", "fault_random", "p50_ns", None, "lower"),
+    ("fault p99 / p50, random", "fault_random", "p99_ns", "fault_random", "p50_ns", 3.0, "lower"),
+    ("fault p99 / p50, sequential", "fault_seq", "p99_ns", "fault_seq", "p50_ns", 3.0, "lower"),
+    ("prefetch + touch MiB/s", "prefetch_touch_tput", "mib_per_s", "ib_read_bw", "mib_per_s", 0.9, "higher"),
+] + [
+    ("read ioctl MiB/s, qd %d" % d, "read_qd%d" % d, "mib_per_s", "ib_read_bw", "mib_per_s", None, "higher")
+    for d in (1, 2, 4, 8, 16, 32, 64)
+] + [
+    ("faults MiB/s, 1 thread, random", "fault_t1_tput", "mib_per_s", "uffd_rdma_random_tput", "mib_per_s", None, "higher"),
+    ("faults MiB/s, 1 thread, random", "fault_t1_tput", "mib_per_s", "uffd_tcp_random_tput", "mib_per_s", None, "higher"),
+    ("faults MiB/s, 2 threads / 1", "fault_t2_tput", "mib_per_s", "fault_t1_tput", "mib_per_s", None, "higher"),
+    ("faults MiB/s, 4 threads / 1", "fault_t4_tput", "mib_per_s", "fault_t1_tput", "mib_per_s", None, "higher"),
+]
+
+# The latency distributions the plot shows, when their samples exist.
+PLOTTED = ["fault_random", "fault_seq", "read_lat_qd1", "ib_read_lat",
+           "uffd_rdma_random", "uffd_tcp_random"]
+
+
+def load_records(results):
+    records = {}
+    for path in sorted(glob.glob(os.path.join(results, "*.jsonl"))):
+        with open(path) as f:
+            for line in f:
+                line = line.strip()
+                if line.startswith("{"):
+                    rec = json.loads(line)
+                    records[rec["bench"]] = rec
+    return records
+
+
+def percentile(ns, pct):
+    """Nearest rank, as rpage-bench and rpage_uffd_baseline compute it."""
+    rank = max(1, -(-len(ns) * pct // 100))
+    return ns[int(rank) - 1]
+
+
+def records_from_samples(results, records):
+    """Latency records for samples files no program summarised (the
+    tracepoint profile of selftests/guest/bench.sh)."""
+    for path in sorted(glob.glob(os.path.join(results, "samples", "*.txt"))):
+        name = os.path.basename(path)[:-4]
+        if name in records:
+            continue
+        with open(path) as f:
+            ns = sorted(int(x) for x in f if x.strip())
+        if not ns:
+            continue
+        records[name] = {"bench": name, "kind": "latency", "samples": len(ns),
+                         "min_ns": ns[0], "p50_ns": percentile(ns, 50),
+                         "p90_ns": percentile(ns, 90), "p99_ns": percentile(ns, 99),
+                         "p999_ns": percentile(ns, 99.9), "max_ns": ns[-1]}
+
+
+def fmt_ns(ns):
+    if ns is None:
+        return "-"
+    if ns >= 1e6:
+        return "%.2f ms" % (ns / 1e6)
+    if ns >= 1e3:
+        return "%.1f us" % (ns / 1e3)
+    return "%d ns" % ns
+
+
+def fmt_value(field, value):
+    if value is None:
+        return "-"
+    if field.endswith("_ns"):
+        return fmt_ns(value)
+    return "%.1f MiB/s" % value
+
+
+def compare(records):
+    rows = []
+    for what, mine, mf, base, bf, target, better in COMPARISONS:
+        a = records.get(mine, {}).get(mf)
+        b = records.get(base, {}).get(bf)
+        ratio = a / b if a is not None and b else None
+        met = None
+        if ratio is not None and target is not None:
+            met = ratio <= target if better == "lower" else ratio >= target
+        rows.append({"what": what, "rpage": mine, "rpage_field": mf,
+                     "rpage_value": a, "baseline": base, "baseline_field": bf,
+                     "baseline_value": b, "ratio": ratio, "target": target,
+                     "better": better, "met": met})
+    return rows
+
+
+def print_tables(records, rows):
+    print("%-44s %-20s %11s %-22s %11s %6s %s" %
+          ("measure", "rpage", "", "baseline", "", "ratio", "target"))
+    for r in rows:
+        target = "-"
+        if r["target"] is not None:
+            sign = "<=" if r["better"] == "lower" else ">="
+            target = "%s %.2f %s" % (sign, r["target"],
+                                     {True: "met", False: "MISSED", None: "?"}[r["met"]])
+        ratio = "-" if r["ratio"] is None else "%.2f" % r["ratio"]
+        print("%-44s %-20s %11s %-22s %11s %6s %s" %
+              (r["what"], r["rpage"], fmt_value(r["rpage_field"], r["rpage_value"]),
+               r["baseline"], fmt_value(r["baseline_field"], r["baseline_value"]),
+               ratio, target))
+    print()
+    print("%-24s %8s %10s %10s %10s %10s %10s %10s" %
+          ("latency", "samples", "min", "p50", "p90", "p99", "p99.9", "max"))
+    for name, rec in sorted(records.items()):
+        if rec.get("kind") == "latency":
+            print("%-24s %8s %10s %10s %10s %10s %10s %10s" %
+                  ((name, rec.get("samples")) +
+                   tuple(fmt_ns(rec.get(k)) for k in LAT_FIELDS[1:])))
+    print()
+    print("%-28s %12s %12s" % ("throughput", "MiB/s", "pages/s"))
+    for name, rec in sorted(records.items()):
+        if rec.get("kind") == "throughput":
+            print("%-28s %12s %12s" % (name, "%.1f" % rec["mib_per_s"],
+                                        "%.0f" % rec["pages_per_s"]))
+
+
+def write_csv(path, records):
+    fields = ["bench", "kind", "samples", "min_ns", "p50_ns", "p90_ns",
+              "p99_ns", "p999_ns", "max_ns", "bytes", "seconds", "mib_per_s",
+              "pages_per_s"]
+    with open(path, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=fields, extrasaction="ignore")
+        w.writeheader()
+        for name in sorted(records):
+            w.writerow(records[name])
+
+
+def plot(results):
+    """A CDF of each plotted latency distribution, log-scale time axis."""
+    series = []
+    for name in PLOTTED:
+        src = os.path.join(results, "samples", name + ".txt")
+        if not os.path.exists(src):
+            continue
+        with open(src) as f:
+            ns = sorted(int(x) for x in f if x.strip())
+        if not ns:
+            continue
+        dat = os.path.join(results, "samples", name + ".cdf")
+        with open(dat, "w") as f:
+            step = max(1, len(ns) // 2000)
+            for i in range(0, len(ns), step):
+                f.write("%f %f\n" % (ns[i] / 1000.0, 100.0 * (i + 1) / len(ns)))
+            f.write("%f 100\n" % (ns[-1] / 1000.0))
+        series.append((name, dat))
+    if not series:
+        return None
+    png = os.path.join(results, "latency.png")
+    script = [
+        "set terminal png size 1000,600 noenhanced",
+        "set output '%s'" % png,
+        "set logscale x",
+        "set xlabel 'latency (us, log scale)'",
+        "set ylabel 'percent of samples at or below'",
+        "set key bottom right",
+        "set grid",
+        "set title 'Latency of one 4 KiB page: rpage faults and reads vs. baselines'",
+        "plot " + ", ".join("'%s' using 1:2 with lines lw 2 title '%s'" %
+                            (dat, name) for name, dat in series),
+    ]
+    subprocess.run(["gnuplot"], input="\n".join(script), text=True, check=True)
+    return png
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("results")
+    ap.add_argument("--kernel", default="")
+    ap.add_argument("--accel", default="")
+    args = ap.parse_args()
+
+    records = load_records(args.results)
+    records_from_samples(args.results, records)
+    if not records:
+        print("bench-report: no records in %s" % args.results, file=sys.stderr)
+        return 1
+    rows = compare(records)
+    print_tables(records, rows)
+    write_csv(os.path.join(args.results, "results.csv"), records)
+    png = plot(args.results)
+    meta = {"date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+            "kernel": args.kernel, "accel": args.accel}
+    with open(os.path.join(args.results, "results.json"), "w") as f:
+        json.dump({"meta": meta, "records": records, "comparisons": rows}, f,
+                  indent=1, sort_keys=True)
+    print()
+    print("results: %s/results.json, results.csv%s" %
+          (args.results, ", latency.png" if png else ""))
+    missing = [r["rpage"] for r in rows if r["rpage_value"] is None] + \
+              [r["baseline"] for r in rows if r["baseline_value"] is None]
+    if missing:
+        print("bench-report: rows without a figure: %s" %
+              ", ".join(sorted(set(missing))), file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

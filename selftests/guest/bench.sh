@@ -1,0 +1,137 @@
+# SPDX-License-Identifier: GPL-2.0
+#
+# The benchmark job on each host, one run for every figure and baseline:
+# host A serves (an rpage pool, the userfaultfd baseline's server, the
+# perftest servers); host B measures, in this order, perftest's bare
+# RDMA READ (ib_read_lat, ib_read_bw), rpage (rpage-bench), then the
+# userfaultfd handler over libibverbs and over TCP. B leaves JSON lines
+# and latency samples in $RPAGE_OUT/bench/ for the host to tabulate.
+. "$RPAGE_REPO/selftests/guest/lib.sh"
+
+# Bytes each fault benchmark touches; iterations of the perftest runs.
+SIZE=16M
+LAT_ITERS=5000
+BW_ITERS=20000
+PATTERN=$SELFTESTS/rpage_pattern
+UFFD=$SELFTESTS/rpage_uffd_baseline
+BENCH=$SELFTESTS/rpage-bench
+OUT=$RPAGE_OUT/bench
+PEER=$RPAGE_PEER_NODE
+
+# perftest's client, retried until A's server listens.
+perftest_client() {
+	local try
+	for try in $(seq 20); do
+		"$@" "$RPAGE_PEER_IP" && return 0
+		sleep 1
+	done
+	return 1
+}
+
+# ib_read_lat's summary line (usec) as a latency record; the sample
+# lines of -H (one per iteration, usec) as the samples file.
+perftest_lat_record() {
+	awk -v out="$OUT/samples/ib_read_lat.txt" '
+		{ gsub(/,/, " ") }
+		/^ *[0-9]+ +[0-9.]+ *$/ && NF == 2 { printf "%d\n", $2 * 1000 > out; next }
+		$1 == 4096 && NF >= 9 {
+			printf "{\"bench\":\"ib_read_lat\",\"kind\":\"latency\",\"samples\":%d,\"min_ns\":%d,\"p50_ns\":%d,\"p90_ns\":null,\"p99_ns\":%d,\"p999_ns\":%d,\"max_ns\":%d}\n",
+				$2, $3 * 1000, $5 * 1000, $8 * 1000, $9 * 1000, $4 * 1000
+		}' "$1"
+}
+
+# ib_read_bw's summary line (MB/sec, 2^20 bytes) as a throughput record.
+perftest_bw_record() {
+	awk '$1 == 4096 && NF >= 5 {
+		printf "{\"bench\":\"ib_read_bw\",\"kind\":\"throughput\",\"bytes\":%d,\"seconds\":null,\"mib_per_s\":%s,\"pages_per_s\":%.1f}\n",
+			$2 * 4096, $4, $4 * 256
+	}' "$1"
+}
+
+test_connect_peer() {
+	"$RPAGECTL" endpoint add "$RPAGE_IP" || return
+	"$RPAGECTL" peer add "$PEER" addr "$RPAGE_PEER_IP" || return
+	wait_until 90 peer_is "$PEER" connected || fail "$PEER not connected"
+}
+
+serve_on_a() {
+	rm -f /tmp/ready1 /tmp/until1 /tmp/uffd.ready /tmp/uffd.until
+	"$PATTERN" export 1 "$SIZE" --ready /tmp/ready1 --until /tmp/until1 > /dev/null &
+	"$UFFD" serve --size "$SIZE" --addr "$RPAGE_IP" --ready /tmp/uffd.ready \
+		--until /tmp/uffd.until &
+	wait_until 60 test -e /tmp/ready1 || fail "pool exporter not ready" || return
+	wait_until 60 test -e /tmp/uffd.ready || fail "userfaultfd baseline server not ready" || return
+	barrier servers-up || return
+	ib_read_lat -s 4096 -R -F -n "$LAT_ITERS" > /tmp/lat-server.log 2>&1 ||
+		{ cat /tmp/lat-server.log; fail "ib_read_lat server"; return; }
+	ib_read_bw -s 4096 -R -F -n "$BW_ITERS" > /tmp/bw-server.log 2>&1 ||
+		{ cat /tmp/bw-server.log; fail "ib_read_bw server"; return; }
+	barrier measured || return
+	touch /tmp/until1 /tmp/uffd.until
+	wait
+}
+
+measure_on_b() {
+	mkdir -p "$OUT/samples"
+	barrier servers-up || return
+	perftest_client ib_read_lat -s 4096 -R -F -H -n "$LAT_ITERS" > "$OUT/ib_read_lat.log" 2>&1 ||
+		{ cat "$OUT/ib_read_lat.log"; fail "ib_read_lat"; return; }
+	perftest_lat_record "$OUT/ib_read_lat.log" > "$OUT/perftest.jsonl"
+	perftest_client ib_read_bw -s 4096 -R -F -n "$BW_ITERS" > "$OUT/ib_read_bw.log" 2>&1 ||
+		{ cat "$OUT/ib_read_bw.log"; fail "ib_read_bw"; return; }
+	perftest_bw_record "$OUT/ib_read_bw.log" >> "$OUT/perftest.jsonl"
+	cat "$OUT/perftest.jsonl"
+
+	"$BENCH" "$PEER" 1 --size "$SIZE" --samples-dir "$OUT/samples" > "$OUT/rpage.jsonl" ||
+		fail "rpage-bench" || return
+	cat "$OUT/rpage.jsonl"
+
+	local transport order
+	: > "$OUT/uffd.jsonl"
+	for transport in rdma tcp; do
+		for order in random seq; do
+			"$UFFD" fault --server "$RPAGE_PEER_IP" --transport "$transport" \
+				--size "$SIZE" --order "$order" --samples-dir "$OUT/samples" \
+				>> "$OUT/uffd.jsonl" || fail "uffd baseline $transport $order" || return
+		done
+	done
+	cat "$OUT/uffd.jsonl"
+	"$RPAGECTL" stat peer "$PEER"
+	profile_faults
+}
+
+# Where a fault's time goes, from the tracepoints: the fault's time in
+# rpage (rpage_fault_end) and its READ's time on the wire, post to
+# completion (rpage_io_done), as samples files the report tabulates
+# next to rpage-bench's fault_random (the time seen by the toucher).
+profile_faults() {
+	local tracefs=/sys/kernel/tracing
+	[ -d "$tracefs/events/rpage" ] || { echo "no rpage tracepoints"; return 0; }
+	echo > "$tracefs/trace"
+	echo 1 > "$tracefs/events/rpage/rpage_fault_end/enable"
+	echo 1 > "$tracefs/events/rpage/rpage_io_done/enable"
+	"$BENCH" "$PEER" 1 --size 4M --only fault_random > /dev/null
+	local rc=$?
+	echo 0 > "$tracefs/events/rpage/enable"
+	[ "$rc" -eq 0 ] || { fail "profiled rpage-bench"; return; }
+	sed -n 's/.* rpage_fault_end: .* fetched ns=\([0-9]*\)$/\1/p' "$tracefs/trace" \
+		> "$OUT/samples/trace_fault_in_rpage.txt"
+	sed -n 's/.* rpage_io_done: .* READ status=0 ns=\([0-9]*\)$/\1/p' "$tracefs/trace" \
+		> "$OUT/samples/trace_read_on_wire.txt"
+	wc -l "$OUT"/samples/trace_*.txt
+	barrier measured
+}
+
+rxe_up
+tap_begin "bench-$RPAGE_NODE"
+run_test rpage_load rpage_load
+run_test connect test_connect_peer
+if [ "$RPAGE_NODE" = a ]; then
+	run_test serve serve_on_a
+else
+	run_test measure measure_on_b
+fi
+barrier done
+run_test rpage_unload rpage_unload
+tap_end
+exit 0

@@ -1,0 +1,44 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# `make bench`: boots host A and host B as QEMU guests of one Debian
+# kernel (the first of RPAGE_KERNELS, default the newest 6.1) and runs
+# every benchmark and baseline in one run (selftests/guest/bench.sh),
+# then prints the table of rpage's figures against the baselines and
+# leaves results.json, results.csv and latency.png in build/bench/KVER/.
+# Installs what it needs (as root) first.
+set -u
+
+here=$(cd "$(dirname "$0")" && pwd)
+. "$here/lib.sh"
+cd "$RPAGE_REPO" || exit 1
+
+kver=$(vm_prepare_one bench) || exit 1
+accel=$(vm_accel "$kver")
+echo "bench: booting host A and host B ($accel)"
+
+start=$(date +%s)
+pair=$VM_DIR/bench
+vm_boot_pair "$kver" "$pair" selftests/guest/bench.sh $((33000 + $$ % 1000 * 2))
+echo "bench: guests ran $(( $(date +%s) - start ))s"
+
+status=0
+for node in a b; do
+	if ! vm_judge "$pair/$node" || [ "$(cat "$pair/$node/out/job.rc" 2>/dev/null)" != 0 ] ||
+	   grep -q "^not ok" "$pair/$node"/out/tap/*.tap 2>/dev/null; then
+		echo "bench: host ${node^^} failed:" >&2
+		sed 's/^/  /' "$pair/$node/out/job.log" >&2 2>/dev/null | tail -n 40
+		sed 's/^/  /' "$pair/$node/problems" >&2 2>/dev/null
+		echo "  console: $pair/$node/console.log" >&2
+		status=1
+	fi
+done
+[ "$status" -eq 0 ] || exit 1
+
+results=$RPAGE_BUILD/bench/$kver
+rm -rf "$results"
+mkdir -p "$results"
+cp -r "$pair/b/out/bench/." "$results/"
+echo
+echo "bench: $kver, $accel guests, $(date -u +%Y-%m-%d)"
+python3 selftests/bench-report.py "$results" --kernel "$kver" --accel "$accel"
