@@ -6,8 +6,8 @@
  * (zero copy); one RDMA READ or WRITE per page is posted on the queue
  * pair of the current CPU, as many per doorbell as the send queue has
  * room for, and the caller's own context polls the completion queue:
- * it spins for a short while, then sleeps between polls, until every
- * page is done or no page has completed for io_timeout_ms.
+ * it busy-polls for up to a millisecond, then sleeps between polls,
+ * until every page is done or no page has completed for io_timeout_ms.
  */
 #include "rpage-pri.h"
 #include "rpage-trace.h"
@@ -18,8 +18,13 @@
 #include <linux/slab.h>
 #include <linux/uaccess.h>
 
-/* How long the caller busy-polls before it sleeps between polls. */
-#define RPAGE_IO_SPIN_NS	(20 * NSEC_PER_USEC)
+/*
+ * How long the caller busy-polls before it sleeps between polls. While
+ * it polls it yields to anything else runnable on its CPU: the device's
+ * own work may be what it waits for (rxe's, on a host with few CPUs),
+ * and a spin that starves it doubled a fault's time in measurements.
+ */
+#define RPAGE_IO_SPIN_NS	(1000 * NSEC_PER_USEC)
 /* Completions reaped per poll. */
 #define RPAGE_IO_BATCH		16
 
@@ -121,7 +126,7 @@ int rpage_io_run(struct rpage_io_req *req, struct rpage_io_op *ops,
 		if (ktime_get_ns() - idle_since > RPAGE_IO_SPIN_NS)
 			usleep_range(20, 100);
 		else
-			cpu_relax();
+			cond_resched();
 		if (time_after(jiffies, deadline)) {
 			if (timed_out) {
 				/* The device never flushed: the pages stay its. */
