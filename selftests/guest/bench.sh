@@ -18,14 +18,27 @@ BENCH=$SELFTESTS/rpage-bench
 OUT=$RPAGE_OUT/bench
 PEER=$RPAGE_PEER_NODE
 
-# perftest's client, retried until A's server listens.
+# perftest_server NAME COMMAND...: on A, runs a perftest server and
+# tells B (barrier NAME-listening) once its rdma_cm id listens: perftest's
+# client crashes (in librdmacm) when it is refused, so it must not try
+# early. Bounded: a server whose client never comes fails.
+perftest_server() {
+	local name=$1 pid
+	shift
+	timeout 300 "$@" > "/tmp/$name-server.log" 2>&1 &
+	pid=$!
+	wait_until 30 sh -c "rdma resource show cm_id | grep -q 'state LISTEN.* comm $1'" ||
+		echo "perftest $1: no listening cm_id seen; going on"
+	barrier "$name-listening" || return
+	wait "$pid" || { cat "/tmp/$name-server.log"; fail "$1 server"; }
+}
+
+# perftest_client NAME COMMAND...: on B, once A's server NAME listens.
 perftest_client() {
-	local try
-	for try in $(seq 20); do
-		"$@" "$RPAGE_PEER_IP" && return 0
-		sleep 1
-	done
-	return 1
+	local name=$1
+	shift
+	barrier "$name-listening" || return
+	timeout 300 "$@" "$RPAGE_PEER_IP"
 }
 
 # ib_read_lat's summary line (usec) as a latency record; the sample
@@ -62,10 +75,8 @@ serve_on_a() {
 	wait_until 60 test -e /tmp/ready1 || fail "pool exporter not ready" || return
 	wait_until 60 test -e /tmp/uffd.ready || fail "userfaultfd baseline server not ready" || return
 	barrier servers-up || return
-	ib_read_lat -s 4096 -R -F -n "$LAT_ITERS" > /tmp/lat-server.log 2>&1 ||
-		{ cat /tmp/lat-server.log; fail "ib_read_lat server"; return; }
-	ib_read_bw -s 4096 -R -F -n "$BW_ITERS" > /tmp/bw-server.log 2>&1 ||
-		{ cat /tmp/bw-server.log; fail "ib_read_bw server"; return; }
+	perftest_server lat ib_read_lat -s 4096 -R -F -n "$LAT_ITERS" || return
+	perftest_server bw ib_read_bw -s 4096 -R -F -n "$BW_ITERS" || return
 	barrier measured || return
 	touch /tmp/until1 /tmp/uffd.until
 	wait
@@ -74,10 +85,10 @@ serve_on_a() {
 measure_on_b() {
 	mkdir -p "$OUT/samples"
 	barrier servers-up || return
-	perftest_client ib_read_lat -s 4096 -R -F -H -n "$LAT_ITERS" > "$OUT/ib_read_lat.log" 2>&1 ||
+	perftest_client lat ib_read_lat -s 4096 -R -F -H -n "$LAT_ITERS" > "$OUT/ib_read_lat.log" 2>&1 ||
 		{ cat "$OUT/ib_read_lat.log"; fail "ib_read_lat"; return; }
 	perftest_lat_record "$OUT/ib_read_lat.log" > "$OUT/perftest.jsonl"
-	perftest_client ib_read_bw -s 4096 -R -F -n "$BW_ITERS" > "$OUT/ib_read_bw.log" 2>&1 ||
+	perftest_client bw ib_read_bw -s 4096 -R -F -n "$BW_ITERS" > "$OUT/ib_read_bw.log" 2>&1 ||
 		{ cat "$OUT/ib_read_bw.log"; fail "ib_read_bw"; return; }
 	perftest_bw_record "$OUT/ib_read_bw.log" >> "$OUT/perftest.jsonl"
 	cat "$OUT/perftest.jsonl"
