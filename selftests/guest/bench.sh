@@ -19,13 +19,16 @@ OUT=$RPAGE_OUT/bench
 PEER=$RPAGE_PEER_NODE
 
 # perftest_server NAME COMMAND...: on A, runs a perftest server and
-# tells B (barrier NAME-listening) once its rdma_cm id listens: perftest's
-# client crashes (in librdmacm) when it is refused, so it must not try
-# early. Bounded: a server whose client never comes fails.
+# tells B (barrier NAME-listening) once its rdma_cm id listens. perftest's
+# client sometimes fails to connect over rxe (refused, or crashing in
+# librdmacm), so B retries and A serves again after a failed exchange;
+# both ends are bounded.
 perftest_server() {
 	local name=$1 pid
 	shift
-	timeout 300 "$@" > "/tmp/$name-server.log" 2>&1 &
+	( for _ in 1 2 3 4 5; do
+		timeout 120 "$@" >> "/tmp/$name-server.log" 2>&1 && exit 0
+	  done; exit 1 ) &
 	pid=$!
 	wait_until 30 sh -c "rdma resource show cm_id | grep -q 'state LISTEN.* comm $1'" ||
 		echo "perftest $1: no listening cm_id seen; going on"
@@ -38,7 +41,11 @@ perftest_client() {
 	local name=$1
 	shift
 	barrier "$name-listening" || return
-	timeout 300 "$@" "$RPAGE_PEER_IP"
+	for _ in 1 2 3 4 5; do
+		timeout 120 "$@" "$RPAGE_PEER_IP" && return 0
+		sleep 2
+	done
+	return 1
 }
 
 # ib_read_lat's summary line (usec) as a latency record; the sample

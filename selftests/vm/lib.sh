@@ -178,18 +178,27 @@ vm_boot() {
 
 # The kernel-log lines that fail a run, wherever they come from.
 VM_LOG_BAD='BUG:|WARNING:|Oops|general protection|blocked for more than|refcount_t|list_(add|del) corruption|list corruption|Kernel panic|UBSAN|KASAN|kernel BUG'
+# A user-space program's fault, which the kernel only reports (its exit
+# status is the test's business): "traps: PROG[PID] general protection
+# fault ip:... sp:... error:... in LIB".
+VM_LOG_USER_FAULT='traps: .+\[[0-9]+\] general protection fault ip:[0-9a-f]+ sp:[0-9a-f]+ error:[0-9a-f]+ in '
 # Taint flags a run may leave: O (out-of-tree module), E (unsigned).
 VM_TAINT_ALLOWED=$(( (1 << 12) | (1 << 13) ))
+
+# vm_log_bad LOG: prints the kernel's complaints in LOG; fails if none.
+vm_log_bad() {
+	grep -aE "$VM_LOG_BAD" "$1" | grep -avE "$VM_LOG_USER_FAULT"
+}
 
 # vm_judge RUNDIR: appends to RUNDIR/problems every reason the guest's
 # run is not clean; returns non-zero if there is any.
 vm_judge() {
 	local run=$1 taint
 	if [ -f "$run/console.log" ] &&
-	   grep -aE "$VM_LOG_BAD" "$run/console.log" > "$run/bad-lines"; then
+	   vm_log_bad "$run/console.log" > "$run/bad-lines"; then
 		echo "kernel log: $(head -n 1 "$run/bad-lines")" >> "$run/problems"
 	elif [ -f "$run/out/dmesg.log" ] &&
-	     grep -aE "$VM_LOG_BAD" "$run/out/dmesg.log" > "$run/bad-lines"; then
+	     vm_log_bad "$run/out/dmesg.log" > "$run/bad-lines"; then
 		echo "kernel log: $(head -n 1 "$run/bad-lines")" >> "$run/problems"
 	fi
 	local rc
