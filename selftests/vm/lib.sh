@@ -167,6 +167,7 @@ vm_boot() {
 	local rc=$?
 	if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
 		echo "watchdog: guest $node on $kver killed after ${timeout}s" >> "$run/problems"
+		vm_hang_summary "$run/console.log" >> "$run/problems"
 		return 1
 	fi
 	if [ ! -s "$run/out/job.rc" ]; then
@@ -190,6 +191,18 @@ vm_log_bad() {
 	grep -aE "$VM_LOG_BAD" "$1" | grep -avE "$VM_LOG_USER_FAULT"
 }
 
+# vm_hang_summary LOG: what a guest that never finished was doing: the
+# last test it started or ended, and the tasks sysrq found blocked.
+vm_hang_summary() {
+	local last
+	last=$(grep -aE '^(#  RUN |ok |not ok |# [a-z0-9-]+ on )' "$1" 2>/dev/null |
+		tail -n 1 | tr -d '\r')
+	echo "last test line: ${last:-none}"
+	grep -aoE 'task:[^ ]+ +state:[A-Z]' "$1" 2>/dev/null |
+		grep -v 'state:[SI]' | sort | uniq -c | head -n 8 |
+		sed 's/^ */awake or blocked: /'
+}
+
 # vm_judge RUNDIR: appends to RUNDIR/problems every reason the guest's
 # run is not clean; returns non-zero if there is any.
 vm_judge() {
@@ -205,7 +218,8 @@ vm_judge() {
 	rc=$(cat "$run/out/job.rc" 2>/dev/null)
 	case "$rc" in
 	0|"") ;;
-	124|137) echo "job timed out: task states are in the console log" >> "$run/problems" ;;
+	124|137) echo "job timed out: task states are in the console log" >> "$run/problems"
+		 vm_hang_summary "$run/console.log" >> "$run/problems" ;;
 	*) echo "job exited $rc" >> "$run/problems" ;;
 	esac
 	if [ -s "$run/out/tainted" ]; then
