@@ -984,54 +984,75 @@ static u32 rpage_rpools_fill(void *entries, u32 filled, void *ctx)
 	return count;
 }
 
-static u32 rpage_peers_stats_fill(void *entries, u32 filled, void *ctx)
+/**
+ * struct rpage_peers_lister - one per-peer list of counters
+ * @entry_size: the size of one UAPI entry.
+ * @fill_entry: writes @peer's entry at @entry.
+ */
+struct rpage_peers_lister {
+	size_t entry_size;
+	void (*fill_entry)(const struct rpage_peer *peer, void *entry);
+};
+
+static u32 rpage_peers_list_fill(void *entries, u32 filled, void *ctx)
 {
-	struct rpage_peer_stats *stats = entries;
+	const struct rpage_peers_lister *lister = ctx;
 	struct rpage_peer *peer;
 	u32 count = 0;
 
 	list_for_each_entry(peer, &rpage_peers, entry) {
-		if (count < filled) {
-			strscpy(stats[count].name, peer->name,
-				sizeof(stats[count].name));
-			stats[count].peer_id = peer->id;
-			rpage_counters_sum(&peer->counters, &stats[count].stats);
-		}
+		if (count < filled)
+			lister->fill_entry(peer, entries +
+					   count * lister->entry_size);
 		count++;
 	}
 	return count;
+}
+
+static long rpage_peers_list_answer(void __user *argp,
+				    const struct rpage_peers_lister *lister)
+{
+	return rpage_list_answer(argp, lister->entry_size, &rpage_peers_lock,
+				 rpage_peers_list_fill, (void *)lister);
+}
+
+static void rpage_peer_stats_entry(const struct rpage_peer *peer, void *entry)
+{
+	struct rpage_peer_stats *stats = entry;
+
+	strscpy(stats->name, peer->name, sizeof(stats->name));
+	stats->peer_id = peer->id;
+	rpage_counters_sum(&peer->counters, &stats->stats);
 }
 
 long rpage_ioctl_peer_stats(struct rpage_file *rfile, void __user *argp)
 {
-	return rpage_list_answer(argp, sizeof(struct rpage_peer_stats),
-				 &rpage_peers_lock, rpage_peers_stats_fill, NULL);
+	static const struct rpage_peers_lister lister = {
+		.entry_size = sizeof(struct rpage_peer_stats),
+		.fill_entry = rpage_peer_stats_entry,
+	};
+
+	return rpage_peers_list_answer(argp, &lister);
 }
 
-static u32 rpage_peers_fault_stats_fill(void *entries, u32 filled, void *ctx)
+static void rpage_peer_fault_stats_entry(const struct rpage_peer *peer,
+					 void *entry)
 {
-	struct rpage_peer_fault_stats *stats = entries;
-	struct rpage_peer *peer;
-	u32 count = 0;
+	struct rpage_peer_fault_stats *stats = entry;
 
-	list_for_each_entry(peer, &rpage_peers, entry) {
-		if (count < filled) {
-			strscpy(stats[count].name, peer->name,
-				sizeof(stats[count].name));
-			stats[count].peer_id = peer->id;
-			rpage_fault_counters_sum(peer->fault_counters,
-						 &stats[count].stats);
-		}
-		count++;
-	}
-	return count;
+	strscpy(stats->name, peer->name, sizeof(stats->name));
+	stats->peer_id = peer->id;
+	rpage_fault_counters_sum(peer->fault_counters, &stats->stats);
 }
 
 long rpage_ioctl_peer_fault_stats(struct rpage_file *rfile, void __user *argp)
 {
-	return rpage_list_answer(argp, sizeof(struct rpage_peer_fault_stats),
-				 &rpage_peers_lock, rpage_peers_fault_stats_fill,
-				 NULL);
+	static const struct rpage_peers_lister lister = {
+		.entry_size = sizeof(struct rpage_peer_fault_stats),
+		.fill_entry = rpage_peer_fault_stats_entry,
+	};
+
+	return rpage_peers_list_answer(argp, &lister);
 }
 
 long rpage_ioctl_remote_pool_list(struct rpage_file *rfile, void __user *argp)

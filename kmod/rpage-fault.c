@@ -324,8 +324,6 @@ long rpage_ioctl_prefetch(struct rpage_file *rfile, void __user *argp)
 	struct rpage_prefetch_run *run;
 	struct rpage_mapping *map;
 	struct rpage_prefetch arg;
-	u64 size;
-	int ret = 0;
 
 	if (copy_from_user(&arg, argp, sizeof(arg)))
 		return -EFAULT;
@@ -335,14 +333,9 @@ long rpage_ioctl_prefetch(struct rpage_file *rfile, void __user *argp)
 	    !arg.length || !PAGE_ALIGNED(arg.length) ||
 	    !PAGE_ALIGNED(arg.offset))
 		return -EINVAL;
-	map = rpage_map_get(rfile, arg.map_id);
-	if (!map)
-		return -ENOENT;
-	size = (u64)map->nr_pages << PAGE_SHIFT;
-	if (arg.offset >= size || arg.length > size - arg.offset) {
-		ret = -ERANGE;
-		goto out;
-	}
+	map = rpage_map_get_range(rfile, arg.map_id, arg.offset, arg.length);
+	if (IS_ERR(map))
+		return PTR_ERR(map);
 	run = rpage_prefetch_claim(map, arg.offset >> PAGE_SHIFT, 1,
 				   arg.length >> PAGE_SHIFT,
 				   arg.depth ?: RPAGE_PREFETCH_DEPTH_DEFAULT);
@@ -360,9 +353,7 @@ long rpage_ioctl_prefetch(struct rpage_file *rfile, void __user *argp)
 	}
 out:
 	rpage_map_put(map);
-	if (!ret && copy_to_user(argp, &arg, sizeof(arg)))
-		ret = -EFAULT;
-	return ret;
+	return copy_to_user(argp, &arg, sizeof(arg)) ? -EFAULT : 0;
 }
 
 /*

@@ -65,6 +65,27 @@ struct rpage_mapping *rpage_map_get(const struct rpage_file *rfile, u64 id)
 	return map;
 }
 
+/*
+ * The mapping @id of @rfile, referenced, for work on @length bytes at
+ * @offset: ERR_PTR(-ENOENT) if there is none, ERR_PTR(-ERANGE) if the
+ * range is not inside it.
+ */
+struct rpage_mapping *rpage_map_get_range(const struct rpage_file *rfile,
+					  u64 id, u64 offset, u64 length)
+{
+	struct rpage_mapping *map = rpage_map_get(rfile, id);
+	u64 size;
+
+	if (!map)
+		return ERR_PTR(-ENOENT);
+	size = (u64)map->nr_pages << PAGE_SHIFT;
+	if (offset >= size || length > size - offset) {
+		rpage_map_put(map);
+		return ERR_PTR(-ERANGE);
+	}
+	return map;
+}
+
 static int rpage_map_check(const struct rpage_map *arg)
 {
 	if (arg->flags & ~RPAGE_MAP_FLAGS_ALL ||
@@ -435,18 +456,13 @@ long rpage_ioctl_evict(struct rpage_file *rfile, void __user *argp)
 	    !arg.length || !PAGE_ALIGNED(arg.length) ||
 	    !PAGE_ALIGNED(arg.offset))
 		return -EINVAL;
-	map = rpage_map_get(rfile, arg.map_id);
-	if (!map)
-		return -ENOENT;
-	if (arg.offset >= (u64)map->nr_pages << PAGE_SHIFT ||
-	    arg.length > ((u64)map->nr_pages << PAGE_SHIFT) - arg.offset) {
-		ret = -ERANGE;
-	} else {
-		arg.evicted = 0;
-		arg.written = 0;
-		ret = rpage_evict(map, arg.offset >> PAGE_SHIFT,
-				  arg.length >> PAGE_SHIFT, &arg);
-	}
+	map = rpage_map_get_range(rfile, arg.map_id, arg.offset, arg.length);
+	if (IS_ERR(map))
+		return PTR_ERR(map);
+	arg.evicted = 0;
+	arg.written = 0;
+	ret = rpage_evict(map, arg.offset >> PAGE_SHIFT,
+			  arg.length >> PAGE_SHIFT, &arg);
 	rpage_map_put(map);
 	if (!ret && copy_to_user(argp, &arg, sizeof(arg)))
 		ret = -EFAULT;

@@ -494,6 +494,8 @@ long rpage_ioctl_unmap(struct rpage_file *rfile, void __user *argp);
 long rpage_ioctl_evict(struct rpage_file *rfile, void __user *argp);
 long rpage_ioctl_map_stats(struct rpage_file *rfile, void __user *argp);
 struct rpage_mapping *rpage_map_get(const struct rpage_file *rfile, u64 id);
+struct rpage_mapping *rpage_map_get_range(const struct rpage_file *rfile,
+					  u64 id, u64 offset, u64 length);
 void rpage_map_put(struct rpage_mapping *map);
 void rpage_maps_file_release(struct rpage_file *rfile);
 int rpage_mmap(struct file *file, struct vm_area_struct *vma);
