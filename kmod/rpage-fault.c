@@ -330,8 +330,7 @@ long rpage_ioctl_prefetch(struct rpage_file *rfile, void __user *argp)
 	if (arg.flags & ~RPAGE_PREFETCH_FLAGS_ALL ||
 	    arg.depth > RPAGE_PREFETCH_DEPTH_MAX ||
 	    memchr_inv(arg.reserved, 0, sizeof(arg.reserved)) ||
-	    !arg.length || !PAGE_ALIGNED(arg.length) ||
-	    !PAGE_ALIGNED(arg.offset))
+	    !rpage_page_range_valid(arg.offset, arg.length))
 		return -EINVAL;
 	map = rpage_map_get_range(rfile, arg.map_id, arg.offset, arg.length);
 	if (IS_ERR(map))

@@ -347,8 +347,8 @@ out_free:
 
 static int rpage_io_check_iov(const struct rpage_iovec *iov)
 {
-	if (iov->reserved0 || !iov->length || !PAGE_ALIGNED(iov->length) ||
-	    !PAGE_ALIGNED(iov->offset) || !PAGE_ALIGNED(iov->addr))
+	if (iov->reserved0 || !rpage_page_range_valid(iov->offset, iov->length) ||
+	    !PAGE_ALIGNED(iov->addr))
 		return -EINVAL;
 	return 0;
 }

@@ -90,8 +90,7 @@ static int rpage_map_check(const struct rpage_map *arg)
 {
 	if (arg->flags & ~RPAGE_MAP_FLAGS_ALL ||
 	    memchr_inv(arg->reserved, 0, sizeof(arg->reserved)) ||
-	    !arg->length || !PAGE_ALIGNED(arg->length) ||
-	    !PAGE_ALIGNED(arg->offset))
+	    !rpage_page_range_valid(arg->offset, arg->length))
 		return -EINVAL;
 	if (arg->length > RPAGE_MAP_MAX_BYTES)
 		return -E2BIG;
@@ -453,8 +452,7 @@ long rpage_ioctl_evict(struct rpage_file *rfile, void __user *argp)
 		return -EFAULT;
 	if (arg.flags || arg.reserved0 ||
 	    memchr_inv(arg.reserved, 0, sizeof(arg.reserved)) ||
-	    !arg.length || !PAGE_ALIGNED(arg.length) ||
-	    !PAGE_ALIGNED(arg.offset))
+	    !rpage_page_range_valid(arg.offset, arg.length))
 		return -EINVAL;
 	map = rpage_map_get_range(rfile, arg.map_id, arg.offset, arg.length);
 	if (IS_ERR(map))

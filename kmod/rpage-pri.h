@@ -402,6 +402,13 @@ enum rpage_fault_result {
 extern struct mutex rpage_pools_lock;
 
 /* rpage-main.c */
+
+/* A range of whole pages, as every ioctl that moves pages wants it. */
+static inline bool rpage_page_range_valid(u64 offset, u64 length)
+{
+	return length && PAGE_ALIGNED(length) && PAGE_ALIGNED(offset);
+}
+
 long rpage_list_answer(void __user *argp, size_t entry_size, struct mutex *lock,
 		       u32 (*fill)(void *entries, u32 filled, void *ctx),
 		       void *ctx);
