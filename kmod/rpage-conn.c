@@ -167,6 +167,8 @@ int rpage_conn_create_qp(struct rpage_conn *conn, struct rdma_cm_id *cm_id)
 {
 	struct ib_device *ibdev = cm_id->device;
 	int vector = conn->index % ibdev->num_comp_vectors;
+	u32 max_sge = clamp_t(u32, ibdev->attrs.max_send_sge, 1,
+			      RPAGE_IO_MAX_SGE);
 	struct ib_qp_init_attr attr = {};
 	struct rpage_ibdev *dev;
 	int ret;
@@ -208,13 +210,15 @@ int rpage_conn_create_qp(struct rpage_conn *conn, struct rdma_cm_id *cm_id)
 	attr.sq_sig_type = IB_SIGNAL_REQ_WR;
 	attr.cap.max_send_wr = RPAGE_SEND_DEPTH;
 	attr.cap.max_recv_wr = RPAGE_RECV_DEPTH;
-	attr.cap.max_send_sge = 1;
+	/* Contiguous pages share a work request: a gather list of pages. */
+	attr.cap.max_send_sge = max_sge;
 	attr.cap.max_recv_sge = 1;
 	attr.qp_context = conn;
 	ret = rdma_create_qp(cm_id, dev->pd, &attr);
 	if (ret)
 		goto err_cq;
 	atomic_set(&conn->sq_free, RPAGE_SEND_DEPTH);
+	conn->max_sge = max_sge;
 	conn->dev = dev;
 	atomic_inc(&dev->users);
 	return 0;

@@ -9,8 +9,9 @@
  * rpage_io_run()); other faults on the same page wait for that READ, so
  * a page is read once however many threads touch it. Prefetch claims
  * every absent page of its range before it returns and reads them from
- * a worker, up to a queue depth at a time, publishing each page as its
- * READ completes.
+ * a worker, up to a queue depth of READs at a time, one READ for each run
+ * of adjacent pages (up to RPAGE_IO_MAX_SGE), publishing the pages as
+ * their READ completes.
  */
 #include "rpage-pri.h"
 #include "rpage-trace.h"
@@ -34,13 +35,15 @@ static struct workqueue_struct *rpage_prefetch_wq;
  * struct rpage_fetch - one page a fault reads itself
  * @req: its run on the queue pair.
  * @op: its READ.
+ * @sge: the page, as the device sees it.
  *
  * Allocated, not on the stack: if the device never gives the page back,
- * neither may be reused.
+ * none of it may be reused.
  */
 struct rpage_fetch {
 	struct rpage_io_req req;
 	struct rpage_io_op op;
+	struct ib_sge sge;
 };
 
 /**
@@ -53,7 +56,8 @@ struct rpage_fetch {
  * @req: the READs' run on the queue pair.
  * @index: the claimed pages' indexes in the mapping.
  * @pages: the pages being read, NULL until allocated.
- * @ops: their READs.
+ * @sges: those pages as the device sees them, once mapped.
+ * @ops: their READs; adjacent pages share one.
  */
 struct rpage_prefetch_run {
 	struct work_struct work;
@@ -64,6 +68,7 @@ struct rpage_prefetch_run {
 	struct rpage_io_req req;
 	unsigned long *index;
 	struct page **pages;
+	struct ib_sge *sges;
 	struct rpage_io_op *ops;
 };
 
@@ -75,9 +80,7 @@ static int rpage_fetch_page(struct rpage_mapping *map, unsigned long index,
 	u64 offset = map->pool_offset + ((u64)index << PAGE_SHIFT);
 	struct rpage_rpool *rpool;
 	struct rpage_fetch *f;
-	struct ib_device *ibdev;
 	struct page *page;
-	u64 dma;
 	int ret;
 
 	f = kzalloc(sizeof(*f), GFP_KERNEL);
@@ -94,22 +97,20 @@ static int rpage_fetch_page(struct rpage_mapping *map, unsigned long index,
 		ret = PTR_ERR(rpool);
 		goto out_end;
 	}
-	ibdev = f->req.conn->dev->ibdev;
-	dma = ib_dma_map_page(ibdev, page, 0, PAGE_SIZE, DMA_FROM_DEVICE);
-	if (ib_dma_mapping_error(ibdev, dma)) {
+	if (!rpage_io_map_pages(&f->req, &page, 1, &f->sge)) {
 		ret = -ENOMEM;
 		goto out_put;
 	}
-	rpage_io_op_init(&f->op, &f->req, false, dma);
-	rpage_rpool_locate(rpool, offset, &f->op);
-	ret = rpage_io_run(&f->req, &f->op, 1);
+	ret = rpage_io_run(&f->req, &f->op,
+			   rpage_io_build(&f->req, rpool, offset, NULL, &f->sge,
+					  1, &f->op));
 	if (ret == -EDEADLK) {
 		/* The device may still write the page: it stays the device's. */
 		rpage_io_end(peer);
 		rpage_peer_io_failed(peer);
 		return -ETIMEDOUT;
 	}
-	ib_dma_unmap_page(ibdev, dma, PAGE_SIZE, DMA_FROM_DEVICE);
+	rpage_io_unmap_pages(&f->req, &f->sge, 1);
 out_put:
 	rpage_rpool_put(peer, rpool);
 out_end:
@@ -186,6 +187,7 @@ static void rpage_prefetch_free(struct rpage_prefetch_run *run)
 {
 	rpage_map_put(run->map);
 	kvfree(run->ops);
+	kvfree(run->sges);
 	kvfree(run->pages);
 	kvfree(run->index);
 	kfree(run);
@@ -195,8 +197,7 @@ static void rpage_prefetch_free(struct rpage_prefetch_run *run)
 static void rpage_prefetch_drop(struct rpage_prefetch_run *run, unsigned long i)
 {
 	if (run->pages && run->pages[i]) {
-		ib_dma_unmap_page(run->req.conn->dev->ibdev, run->ops[i].sge.addr,
-				  PAGE_SIZE, DMA_FROM_DEVICE);
+		rpage_io_unmap_pages(&run->req, &run->sges[i], 1);
 		__free_page(run->pages[i]);
 		run->pages[i] = NULL;
 	}
@@ -206,55 +207,48 @@ static void rpage_prefetch_drop(struct rpage_prefetch_run *run, unsigned long i)
 
 /*
  * A prefetch READ completed (in whichever context polled for it): its
- * page is here, or absent again.
+ * pages are here, or absent again.
  */
 static void rpage_prefetch_done(struct rpage_io_op *op, int status)
 {
 	struct rpage_prefetch_run *run = container_of(op->req,
 						      struct rpage_prefetch_run,
 						      req);
-	unsigned long i = op->cookie;
+	unsigned int i, end = op->first + op->wr.wr.num_sge;
 
-	if (status) {
-		rpage_prefetch_drop(run, i);
-		return;
+	for (i = op->first; i < end; i++) {
+		if (status) {
+			rpage_prefetch_drop(run, i);
+			continue;
+		}
+		rpage_io_unmap_pages(&run->req, &run->sges[i], 1);
+		flush_dcache_page(run->pages[i]);
+		rpage_page_publish(run->map, run->index[i], run->pages[i], true);
+		run->pages[i] = NULL;
 	}
-	ib_dma_unmap_page(run->req.conn->dev->ibdev, op->sge.addr, PAGE_SIZE,
-			  DMA_FROM_DEVICE);
-	flush_dcache_page(run->pages[i]);
-	rpage_page_publish(run->map, run->index[i], run->pages[i], true);
-	run->pages[i] = NULL;
-	rpage_fault_count(run->map, RPAGE_FC_PREFETCHED, 1);
+	if (!status)
+		rpage_fault_count(run->map, RPAGE_FC_PREFETCHED, end - op->first);
 }
 
-/* Allocates and maps the pages of @run; returns how many. */
-static unsigned long rpage_prefetch_prepare(struct rpage_prefetch_run *run,
-					    struct rpage_rpool *rpool)
+/*
+ * Allocates and maps the first pages of @run, as many as it can; returns
+ * how many. Those beyond have no page.
+ */
+static unsigned int rpage_prefetch_prepare(struct rpage_prefetch_run *run)
 {
-	struct ib_device *ibdev = run->req.conn->dev->ibdev;
-	struct rpage_mapping *map = run->map;
-	unsigned long i;
+	unsigned int i, mapped;
 
 	for (i = 0; i < run->nr; i++) {
-		u64 dma;
-
 		run->pages[i] = alloc_page(GFP_HIGHUSER | __GFP_NOWARN);
 		if (!run->pages[i])
 			break;
-		dma = ib_dma_map_page(ibdev, run->pages[i], 0, PAGE_SIZE,
-				      DMA_FROM_DEVICE);
-		if (ib_dma_mapping_error(ibdev, dma)) {
-			__free_page(run->pages[i]);
-			run->pages[i] = NULL;
-			break;
-		}
-		rpage_io_op_init(&run->ops[i], &run->req, false, dma);
-		run->ops[i].cookie = i;
-		rpage_rpool_locate(rpool, map->pool_offset +
-				   ((u64)run->index[i] << PAGE_SHIFT),
-				   &run->ops[i]);
 	}
-	return i;
+	mapped = rpage_io_map_pages(&run->req, run->pages, i, run->sges);
+	while (i > mapped) {
+		__free_page(run->pages[--i]);
+		run->pages[i] = NULL;
+	}
+	return mapped;
 }
 
 /* Reads the pages @run claimed; every claim is settled when it returns. */
@@ -263,12 +257,14 @@ static void rpage_prefetch_execute(struct rpage_prefetch_run *run)
 	struct rpage_mapping *map = run->map;
 	struct rpage_peer *peer = map->peer;
 	struct rpage_rpool *rpool;
-	unsigned long i, ready = 0;
+	unsigned int i, nr_ops, ready = 0;
 	int ret;
 
 	run->ops = kvcalloc(run->nr, sizeof(*run->ops), GFP_KERNEL);
+	run->sges = kvcalloc(run->nr, sizeof(*run->sges), GFP_KERNEL);
 	run->pages = kvcalloc(run->nr, sizeof(*run->pages), GFP_KERNEL);
-	if (!run->ops || !run->pages || rpage_io_begin(peer, &run->req.conn))
+	if (!run->ops || !run->sges || !run->pages ||
+	    rpage_io_begin(peer, &run->req.conn))
 		goto settle;
 	rpool = rpage_rpool_get(peer, map->pool_id, map->pool_offset,
 				(u64)map->nr_pages << PAGE_SHIFT, false);
@@ -276,16 +272,19 @@ static void rpage_prefetch_execute(struct rpage_prefetch_run *run)
 		rpage_io_end(peer);
 		goto settle;
 	}
-	ready = rpage_prefetch_prepare(run, rpool);
+	ready = rpage_prefetch_prepare(run);
 	run->req.depth = run->depth;
 	run->req.complete = rpage_prefetch_done;
-	ret = rpage_io_run(&run->req, run->ops, ready);
+	nr_ops = rpage_io_build(&run->req, rpool, map->pool_offset, run->index,
+				run->sges, ready, run->ops);
+	ret = rpage_io_run(&run->req, run->ops, nr_ops);
 	if (ret == -EDEADLK) {
 		/* The pages the device still has are its; they are absent. */
 		for (i = 0; i < ready; i++)
 			if (run->pages[i])
 				rpage_page_publish(map, run->index[i], NULL, false);
 		run->pages = NULL;
+		run->sges = NULL;
 		run->ops = NULL;
 	} else {
 		/* Pages a failure kept from being posted are still mapped. */

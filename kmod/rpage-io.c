@@ -3,9 +3,10 @@
  * rpage: the data path of RPAGE_IOC_READ and RPAGE_IOC_WRITE.
  *
  * The caller's buffer is pinned and handed to the device page by page
- * (zero copy); one RDMA READ or WRITE per page is posted on the queue
- * pair of the current CPU, as many per doorbell as the send queue has
- * room for, and the caller's own context polls the completion queue:
+ * (zero copy); pages that are adjacent in the pool go in one RDMA READ
+ * or WRITE, up to RPAGE_IO_MAX_SGE of them, posted on the queue pair of
+ * the current CPU, as many per doorbell as the send queue has room for,
+ * and the caller's own context polls the completion queue:
  * it busy-polls for up to a millisecond, then sleeps between polls,
  * until every page is done or no page has completed for io_timeout_ms.
  */
@@ -33,20 +34,22 @@ static void rpage_io_done(struct ib_cq *cq, struct ib_wc *wc)
 	struct rpage_io_op *op = container_of(wc->wr_cqe, struct rpage_io_op, cqe);
 	struct rpage_io_req *req = op->req;
 	struct rpage_conn *conn = req->conn;
-	bool write = op->wr.wr.opcode == IB_WR_RDMA_WRITE;
+	unsigned int pages = op->wr.wr.num_sge;
 	bool failed = wc->status != IB_WC_SUCCESS;
 	u64 ns = ktime_get_ns() - op->posted_ns;
+	int status = 0;
 
-	rpage_counters_io(&conn->peer->counters, write, PAGE_SIZE, ns, failed);
-	rpage_counters_io(&conn->dev->counters, write, PAGE_SIZE, ns, failed);
-	trace_rpage_io_done(conn->peer->id, conn->cm_id->qp->qp_num, write,
-			    wc->status, ns);
-	if (failed && !READ_ONCE(req->status))
-		WRITE_ONCE(req->status, wc->status == IB_WC_WR_FLUSH_ERR ?
-			   -ECONNRESET : -EIO);
+	rpage_counters_io(&conn->peer->counters, req->write, pages, ns, failed);
+	rpage_counters_io(&conn->dev->counters, req->write, pages, ns, failed);
+	trace_rpage_io_done(conn->peer->id, conn->cm_id->qp->qp_num, req->write,
+			    pages, wc->status, ns);
+	if (failed) {
+		status = wc->status == IB_WC_WR_FLUSH_ERR ? -ECONNRESET : -EIO;
+		if (!READ_ONCE(req->status))
+			WRITE_ONCE(req->status, status);
+	}
 	if (req->complete)
-		req->complete(op, failed ? (wc->status == IB_WC_WR_FLUSH_ERR ?
-					    -ECONNRESET : -EIO) : 0);
+		req->complete(op, status);
 	atomic_inc(&req->conn->sq_free);
 	/* The owner may free @op once this reaches zero: touch it last. */
 	atomic_dec(&req->pending);
@@ -71,8 +74,7 @@ static unsigned int rpage_io_post(struct rpage_io_req *req,
 	if (!k)
 		return 0;
 	trace_rpage_io_post(req->conn->peer->id, req->conn->cm_id->qp->qp_num,
-			    ops[0].wr.wr.opcode == IB_WR_RDMA_WRITE,
-			    ops[0].wr.remote_addr, k);
+			    req->write, ops[0].wr.remote_addr, k);
 	now = ktime_get_ns();
 	for (i = 0; i < k; i++) {
 		ops[i].wr.wr.next = i + 1 < k ? &ops[i + 1].wr.wr : NULL;
@@ -174,30 +176,93 @@ struct rpage_rpool *rpage_rpool_get(struct rpage_peer *peer, u64 pool_id,
 	return found;
 }
 
-/* Points @op at the page at @offset of @rpool, which the caller holds. */
-void rpage_rpool_locate(const struct rpage_rpool *rpool, u64 offset,
-			struct rpage_io_op *op)
+/*
+ * Maps @nr @pages for the device into the gather entries @sges, one per
+ * page; returns how many it mapped, all of them unless mapping failed.
+ */
+unsigned int rpage_io_map_pages(struct rpage_io_req *req, struct page **pages,
+				unsigned int nr, struct ib_sge *sges)
+{
+	struct ib_device *ibdev = req->conn->dev->ibdev;
+	enum dma_data_direction dir = req->write ? DMA_TO_DEVICE :
+						   DMA_FROM_DEVICE;
+	unsigned int i;
+
+	for (i = 0; i < nr; i++) {
+		u64 dma = ib_dma_map_page(ibdev, pages[i], 0, PAGE_SIZE, dir);
+
+		if (ib_dma_mapping_error(ibdev, dma))
+			break;
+		sges[i].addr = dma;
+		sges[i].length = PAGE_SIZE;
+		sges[i].lkey = req->conn->dev->pd->local_dma_lkey;
+	}
+	return i;
+}
+
+/* Undoes rpage_io_map_pages() of @nr pages. */
+void rpage_io_unmap_pages(struct rpage_io_req *req, const struct ib_sge *sges,
+			  unsigned int nr)
+{
+	unsigned int i;
+
+	for (i = 0; i < nr; i++)
+		ib_dma_unmap_page(req->conn->dev->ibdev, sges[i].addr, PAGE_SIZE,
+				  req->write ? DMA_TO_DEVICE : DMA_FROM_DEVICE);
+}
+
+/* Where the page at @offset of @rpool, which the caller holds, is. */
+static void rpage_rpool_locate(const struct rpage_rpool *rpool, u64 offset,
+			       u64 *remote_addr, u32 *rkey)
 {
 	u64 mr = div64_u64(offset, rpool->mr_bytes);
 
-	op->wr.remote_addr = rpool->mrs[mr].iova + offset - mr * rpool->mr_bytes;
-	op->wr.rkey = rpool->mrs[mr].rkey;
+	*remote_addr = rpool->mrs[mr].iova + offset - mr * rpool->mr_bytes;
+	*rkey = rpool->mrs[mr].rkey;
 }
 
-/* Makes @op move the page mapped at @dma, completing into @req. */
-void rpage_io_op_init(struct rpage_io_op *op, struct rpage_io_req *req,
-		      bool write, u64 dma)
+/*
+ * Builds the work requests that move @nr mapped pages (@sges) to or from
+ * @rpool, page i at @offset plus @index[i] pages (plus i pages without
+ * @index). A page joins the work request before it when it follows that
+ * request's last page in the same region of the pool and the request has
+ * room; so a run of adjacent pages costs one READ or WRITE, not one per
+ * page. Returns how many of @ops (room for @nr) it filled.
+ */
+unsigned int rpage_io_build(struct rpage_io_req *req,
+			    const struct rpage_rpool *rpool, u64 offset,
+			    const unsigned long *index, struct ib_sge *sges,
+			    unsigned int nr, struct rpage_io_op *ops)
 {
-	op->req = req;
-	op->sge.addr = dma;
-	op->sge.length = PAGE_SIZE;
-	op->sge.lkey = req->conn->dev->pd->local_dma_lkey;
-	op->cqe.done = rpage_io_done;
-	op->wr.wr.wr_cqe = &op->cqe;
-	op->wr.wr.opcode = write ? IB_WR_RDMA_WRITE : IB_WR_RDMA_READ;
-	op->wr.wr.sg_list = &op->sge;
-	op->wr.wr.num_sge = 1;
-	op->wr.wr.send_flags = IB_SEND_SIGNALED;
+	struct rpage_io_op *op = NULL;
+	unsigned int i, n = 0;
+	u64 remote_addr;
+	u32 rkey;
+
+	for (i = 0; i < nr; i++) {
+		rpage_rpool_locate(rpool, offset + ((u64)(index ? index[i] : i) <<
+						    PAGE_SHIFT),
+				   &remote_addr, &rkey);
+		if (op && op->wr.wr.num_sge < req->conn->max_sge &&
+		    op->wr.rkey == rkey && remote_addr == op->wr.remote_addr +
+		    ((u64)op->wr.wr.num_sge << PAGE_SHIFT)) {
+			op->wr.wr.num_sge++;
+			continue;
+		}
+		op = &ops[n++];
+		memset(op, 0, sizeof(*op));
+		op->req = req;
+		op->first = i;
+		op->cqe.done = rpage_io_done;
+		op->wr.wr.wr_cqe = &op->cqe;
+		op->wr.wr.opcode = req->write ? IB_WR_RDMA_WRITE : IB_WR_RDMA_READ;
+		op->wr.wr.sg_list = &sges[i];
+		op->wr.wr.num_sge = 1;
+		op->wr.wr.send_flags = IB_SEND_SIGNALED;
+		op->wr.remote_addr = remote_addr;
+		op->wr.rkey = rkey;
+	}
+	return n;
 }
 
 /*
@@ -236,20 +301,6 @@ bool rpage_io_transport_error(int err)
 	return err == -EIO || err == -ECONNRESET || err == -ETIMEDOUT;
 }
 
-/* Undoes rpage_io_map(): @pinned pages, those of them mapped. */
-static void rpage_io_release_pages(struct ib_device *ibdev,
-				   struct rpage_io_op *ops, struct page **pages,
-				   unsigned long pinned, bool write)
-{
-	unsigned long i;
-
-	for (i = 0; i < pinned && ops[i].sge.addr; i++)
-		ib_dma_unmap_page(ibdev, ops[i].sge.addr, PAGE_SIZE,
-				  write ? DMA_TO_DEVICE : DMA_FROM_DEVICE);
-	/* A read wrote into the pages: the page cache must know. */
-	unpin_user_pages_dirty_lock(pages, pinned, !write);
-}
-
 /*
  * Pins the caller's buffer of @iov into @pages, as few calls as it
  * takes; *@pinned says how far it got. This runs before the peer's
@@ -272,42 +323,23 @@ static int rpage_io_pin(const struct rpage_iovec *iov, bool write,
 	return 0;
 }
 
-/* Maps the pinned @pages for the device into @ops, aimed at @rpool. */
-static int rpage_io_map(struct rpage_io_req *req, const struct rpage_iovec *iov,
-			struct rpage_rpool *rpool, bool write,
-			struct rpage_io_op *ops, struct page **pages)
-{
-	struct ib_device *ibdev = req->conn->dev->ibdev;
-	unsigned long i, nr = iov->length >> PAGE_SHIFT;
-
-	for (i = 0; i < nr; i++) {
-		u64 dma = ib_dma_map_page(ibdev, pages[i], 0, PAGE_SIZE,
-					  write ? DMA_TO_DEVICE : DMA_FROM_DEVICE);
-
-		if (ib_dma_mapping_error(ibdev, dma))
-			return -ENOMEM;
-		rpage_io_op_init(&ops[i], req, write, dma);
-		rpage_rpool_locate(rpool, iov->offset + (i << PAGE_SHIFT),
-				   &ops[i]);
-	}
-	return 0;
-}
-
 /* One range: pin, resolve, transfer, release. */
 static int rpage_io_one(struct rpage_peer *peer, const struct rpage_iovec *iov,
 			bool write)
 {
-	unsigned long nr = iov->length >> PAGE_SHIFT;
-	struct rpage_rpool *rpool = NULL;
-	struct rpage_io_req req = {};
+	unsigned int mapped, nr = iov->length >> PAGE_SHIFT;
+	struct rpage_io_req req = { .write = write };
+	struct rpage_rpool *rpool;
 	unsigned long pinned = 0;
 	struct rpage_io_op *ops;
 	struct page **pages;
+	struct ib_sge *sges;
 	int ret;
 
 	ops = kvcalloc(nr, sizeof(*ops), GFP_KERNEL);
+	sges = kvcalloc(nr, sizeof(*sges), GFP_KERNEL);
 	pages = kvcalloc(nr, sizeof(*pages), GFP_KERNEL);
-	if (!ops || !pages) {
+	if (!ops || !sges || !pages) {
 		ret = -ENOMEM;
 		goto out_free;
 	}
@@ -324,15 +356,21 @@ static int rpage_io_one(struct rpage_peer *peer, const struct rpage_iovec *iov,
 		rpage_io_end(peer);
 		goto out_unpin;
 	}
-	ret = rpage_io_map(&req, iov, rpool, write, ops, pages);
-	if (!ret)
-		ret = rpage_io_run(&req, ops, nr);
+	mapped = rpage_io_map_pages(&req, pages, nr, sges);
+	if (mapped < nr)
+		ret = -ENOMEM;
+	else
+		ret = rpage_io_run(&req, ops, rpage_io_build(&req, rpool,
+							     iov->offset, NULL,
+							     sges, nr, ops));
 	if (ret == -EDEADLK) {
 		/* Pages the device may still write to are never given back. */
 		rpage_io_end(peer);
 		return -ETIMEDOUT;
 	}
-	rpage_io_release_pages(req.conn->dev->ibdev, ops, pages, pinned, write);
+	rpage_io_unmap_pages(&req, sges, mapped);
+	/* A read wrote into the pages: the page cache must know. */
+	unpin_user_pages_dirty_lock(pages, pinned, !write);
 	pinned = 0;
 	rpage_rpool_put(peer, rpool);
 	rpage_io_end(peer);
@@ -341,6 +379,7 @@ out_unpin:
 		unpin_user_pages(pages, pinned);
 out_free:
 	kvfree(ops);
+	kvfree(sges);
 	kvfree(pages);
 	return ret;
 }

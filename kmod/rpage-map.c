@@ -339,16 +339,19 @@ static int rpage_evict_write(struct rpage_evict_batch *b)
 {
 	struct rpage_mapping *map = b->map;
 	struct rpage_peer *peer = map->peer;
-	struct rpage_io_req req = {};
+	struct rpage_io_req req = { .write = true };
 	struct rpage_rpool *rpool;
 	struct rpage_io_op *ops;
-	struct ib_device *ibdev;
-	unsigned long i;
+	struct ib_sge *sges;
+	unsigned int mapped;
 	int ret;
 
 	ops = kvcalloc(b->nr_dirty, sizeof(*ops), GFP_KERNEL);
-	if (!ops)
-		return -ENOMEM;
+	sges = kvcalloc(b->nr_dirty, sizeof(*sges), GFP_KERNEL);
+	if (!ops || !sges) {
+		ret = -ENOMEM;
+		goto out_free;
+	}
 	ret = rpage_io_begin(peer, &req.conn);
 	if (ret)
 		goto out_free;
@@ -358,30 +361,21 @@ static int rpage_evict_write(struct rpage_evict_batch *b)
 		ret = PTR_ERR(rpool) == -EPERM ? -EROFS : PTR_ERR(rpool);
 		goto out_end;
 	}
-	ibdev = req.conn->dev->ibdev;
-	for (i = 0; i < b->nr_dirty; i++) {
-		u64 dma = ib_dma_map_page(ibdev, b->pages[i], 0, PAGE_SIZE,
-					  DMA_TO_DEVICE);
-
-		if (ib_dma_mapping_error(ibdev, dma)) {
-			ret = -ENOMEM;
-			break;
-		}
-		rpage_io_op_init(&ops[i], &req, true, dma);
-		rpage_rpool_locate(rpool, map->pool_offset +
-				   ((u64)b->index[i] << PAGE_SHIFT), &ops[i]);
-	}
-	if (!ret)
-		ret = rpage_io_run(&req, ops, b->nr_dirty);
+	mapped = rpage_io_map_pages(&req, b->pages, b->nr_dirty, sges);
+	if (mapped < b->nr_dirty)
+		ret = -ENOMEM;
+	else
+		ret = rpage_io_run(&req, ops,
+				   rpage_io_build(&req, rpool, map->pool_offset,
+						  b->index, sges, b->nr_dirty,
+						  ops));
 	if (ret == -EDEADLK) {
 		/* The device may still read the pages: they stay its. */
 		rpage_io_end(peer);
 		rpage_peer_io_failed(peer);
 		return ret;
 	}
-	for (i = 0; i < b->nr_dirty && ops[i].sge.addr; i++)
-		ib_dma_unmap_page(ibdev, ops[i].sge.addr, PAGE_SIZE,
-				  DMA_TO_DEVICE);
+	rpage_io_unmap_pages(&req, sges, mapped);
 	rpage_rpool_put(peer, rpool);
 out_end:
 	rpage_io_end(peer);
@@ -389,6 +383,7 @@ out_end:
 		rpage_peer_io_failed(peer);
 out_free:
 	kvfree(ops);
+	kvfree(sges);
 	return ret;
 }
 

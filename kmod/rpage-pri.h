@@ -135,6 +135,7 @@ struct rpage_io_op;
  * @recv_lock: orders reposting a receive against teardown.
  * @closing: set under @recv_lock before the queue pair is destroyed.
  * @sq_free: send queue slots not taken by work requests in flight.
+ * @max_sge: outbound: pages one work request may gather or scatter.
  * @inbound: the peer opened it (we serve); else we opened it (we read).
  * @index: which of the opener's queue pairs to the peer this is.
  * @state: RPAGE_CONN_*, changed under the owner's lock.
@@ -159,6 +160,7 @@ struct rpage_conn {
 	spinlock_t recv_lock;		/* see kernel-doc */
 	bool closing;
 	atomic_t sq_free;
+	u32 max_sge;
 	bool inbound;
 	u16 index;
 	enum rpage_conn_state state;
@@ -303,18 +305,26 @@ struct rpage_fault_counters_pcpu {
 	u64 latency[RPAGE_HIST_BUCKETS];
 };
 
+/*
+ * Most pages one RDMA READ or WRITE carries: pages that follow each other
+ * in a region of the pool share a work request, one gather entry each.
+ */
+#define RPAGE_IO_MAX_SGE	16
+
 /**
  * struct rpage_io_req - pages in flight on one queue pair for one caller
  * @conn: the queue pair.
+ * @write: RDMA WRITEs to the pool, else READs from it.
  * @pending: work requests posted and not completed.
  * @status: the first failure a completion reported, 0 if none.
  * @depth: most work requests in flight at once; 0 for as many as the
  *	send queue holds.
- * @complete: if set, told of each page as it completes (in the context
- *	of whoever polls the completion queue; must not sleep).
+ * @complete: if set, told of each work request as it completes (in the
+ *	context of whoever polls the completion queue; must not sleep).
  */
 struct rpage_io_req {
 	struct rpage_conn *conn;
+	bool write;
 	atomic_t pending;
 	int status;
 	unsigned int depth;
@@ -322,21 +332,20 @@ struct rpage_io_req {
 };
 
 /**
- * struct rpage_io_op - one page of a transfer
+ * struct rpage_io_op - one work request: pages adjacent in the pool
  * @cqe: completion entry.
- * @wr: the RDMA work request.
- * @sge: the page, as the device sees it.
+ * @wr: the RDMA work request; its gather list is the caller's, one
+ *	entry per page, @wr.wr.num_sge pages.
  * @req: the run it belongs to.
- * @posted_ns: when its work request was posted.
- * @cookie: the owner's, for @req->complete.
+ * @posted_ns: when it was posted.
+ * @first: the index of its first page in the caller's arrays.
  */
 struct rpage_io_op {
 	struct ib_cqe cqe;
 	struct ib_rdma_wr wr;
-	struct ib_sge sge;
 	struct rpage_io_req *req;
 	u64 posted_ns;
-	unsigned long cookie;
+	unsigned int first;
 };
 
 /**
@@ -465,8 +474,8 @@ long rpage_ioctl_pool_list(struct rpage_file *rfile, void __user *argp);
 /* rpage-stats.c */
 int rpage_counters_init(struct rpage_counters *c);
 void rpage_counters_free(struct rpage_counters *c);
-void rpage_counters_io(struct rpage_counters *c, bool write, u32 bytes,
-		       u64 ns, bool failed);
+void rpage_counters_io(struct rpage_counters *c, bool write,
+		       unsigned int pages, u64 ns, bool failed);
 void rpage_counters_sum(const struct rpage_counters *c, struct rpage_stats *out);
 long rpage_ioctl_peer_stats(struct rpage_file *rfile, void __user *argp);
 long rpage_ioctl_device_stats(struct rpage_file *rfile, void __user *argp);
@@ -487,10 +496,14 @@ int rpage_io_begin(struct rpage_peer *peer, struct rpage_conn **connp);
 void rpage_io_end(struct rpage_peer *peer);
 struct rpage_rpool *rpage_rpool_get(struct rpage_peer *peer, u64 pool_id,
 				    u64 offset, u64 length, bool write);
-void rpage_rpool_locate(const struct rpage_rpool *rpool, u64 offset,
-			struct rpage_io_op *op);
-void rpage_io_op_init(struct rpage_io_op *op, struct rpage_io_req *req,
-		      bool write, u64 dma);
+unsigned int rpage_io_map_pages(struct rpage_io_req *req, struct page **pages,
+				unsigned int nr, struct ib_sge *sges);
+void rpage_io_unmap_pages(struct rpage_io_req *req, const struct ib_sge *sges,
+			  unsigned int nr);
+unsigned int rpage_io_build(struct rpage_io_req *req,
+			    const struct rpage_rpool *rpool, u64 offset,
+			    const unsigned long *index, struct ib_sge *sges,
+			    unsigned int nr, struct rpage_io_op *ops);
 int rpage_io_run(struct rpage_io_req *req, struct rpage_io_op *ops,
 		 unsigned int n);
 bool rpage_io_transport_error(int err);

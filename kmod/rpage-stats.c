@@ -34,23 +34,26 @@ static unsigned int rpage_hist_bucket(u64 ns)
 	return min_t(unsigned int, b, RPAGE_HIST_BUCKETS - 1);
 }
 
-/* One page moved (or not) in @ns nanoseconds. */
-void rpage_counters_io(struct rpage_counters *c, bool write, u32 bytes,
-		       u64 ns, bool failed)
+/*
+ * @pages pages moved (or not) by one work request in @ns nanoseconds:
+ * each page is counted, and takes the time of the request that carried it.
+ */
+void rpage_counters_io(struct rpage_counters *c, bool write,
+		       unsigned int pages, u64 ns, bool failed)
 {
 	struct rpage_counters_pcpu *p;
 
 	p = get_cpu_ptr(c->pcpu);
 	if (failed) {
-		p->errors++;
+		p->errors += pages;
 	} else if (write) {
-		p->writes++;
-		p->write_bytes += bytes;
+		p->writes += pages;
+		p->write_bytes += (u64)pages << PAGE_SHIFT;
 	} else {
-		p->reads++;
-		p->read_bytes += bytes;
+		p->reads += pages;
+		p->read_bytes += (u64)pages << PAGE_SHIFT;
 	}
-	p->latency[rpage_hist_bucket(ns)]++;
+	p->latency[rpage_hist_bucket(ns)] += pages;
 	put_cpu_ptr(c->pcpu);
 }
 

@@ -76,20 +76,24 @@ TRACE_EVENT(rpage_io_post,
 );
 
 TRACE_EVENT(rpage_io_done,
-	    TP_PROTO(u32 peer_id, u32 qp_num, bool write, int status, u64 ns),
-	    TP_ARGS(peer_id, qp_num, write, status, ns),
+	    TP_PROTO(u32 peer_id, u32 qp_num, bool write, unsigned int pages,
+		     int status, u64 ns),
+	    TP_ARGS(peer_id, qp_num, write, pages, status, ns),
 	    TP_STRUCT__entry(__field(u32, peer_id)
 			     __field(u32, qp_num)
 			     __field(u64, ns)
+			     __field(unsigned int, pages)
 			     __field(int, status)
 			     __field(bool, write)),
 	    TP_fast_assign(__entry->peer_id = peer_id;
 			   __entry->qp_num = qp_num;
 			   __entry->ns = ns;
+			   __entry->pages = pages;
 			   __entry->status = status;
 			   __entry->write = write;),
-	    TP_printk("peer=%u qp=%u %s status=%d ns=%llu", __entry->peer_id,
-		      __entry->qp_num, __entry->write ? "WRITE" : "READ",
+	    TP_printk("peer=%u qp=%u %s pages=%u status=%d ns=%llu",
+		      __entry->peer_id, __entry->qp_num,
+		      __entry->write ? "WRITE" : "READ", __entry->pages,
 		      __entry->status, __entry->ns)
 );
 
