@@ -8,10 +8,13 @@
 # and latency samples in $RPAGE_OUT/bench/ for the host to tabulate.
 . "$RPAGE_REPO/selftests/guest/lib.sh"
 
-# Bytes each fault benchmark touches; iterations of the perftest runs.
+# Bytes each fault benchmark touches; iterations of the perftest runs
+# (ib_read_bw with 4 KiB READs, as a fault issues them, and with 64 KiB
+# READs, as rpage issues them for 16 adjacent pages).
 SIZE=16M
 LAT_ITERS=5000
 BW_ITERS=20000
+BW64K_ITERS=2000
 PATTERN=$SELFTESTS/rpage_pattern
 UFFD=$SELFTESTS/rpage_uffd_baseline
 BENCH=$SELFTESTS/rpage-bench
@@ -60,11 +63,12 @@ perftest_lat_record() {
 		}' "$1"
 }
 
-# ib_read_bw's summary line (MB/sec, 2^20 bytes) as a throughput record.
+# perftest_bw_record LOG NAME SIZE: ib_read_bw's summary line (MB/sec,
+# 2^20 bytes) as the throughput record NAME.
 perftest_bw_record() {
-	awk '$1 == 4096 && NF >= 5 {
-		printf "{\"bench\":\"ib_read_bw\",\"kind\":\"throughput\",\"bytes\":%d,\"seconds\":null,\"mib_per_s\":%s,\"pages_per_s\":%.1f}\n",
-			$2 * 4096, $4, $4 * 256
+	awk -v name="$2" -v size="$3" '$1 == size && NF >= 5 {
+		printf "{\"bench\":\"%s\",\"kind\":\"throughput\",\"bytes\":%d,\"seconds\":null,\"mib_per_s\":%s,\"pages_per_s\":%.1f}\n",
+			name, $2 * size, $4, $4 * 256
 	}' "$1"
 }
 
@@ -84,6 +88,7 @@ serve_on_a() {
 	barrier servers-up || return
 	perftest_server lat ib_read_lat -s 4096 -R -F -n "$LAT_ITERS" || return
 	perftest_server bw ib_read_bw -s 4096 -R -F -n "$BW_ITERS" || return
+	perftest_server bw64k ib_read_bw -s 65536 -R -F -n "$BW64K_ITERS" || return
 	barrier measured || return
 	touch /tmp/until1 /tmp/uffd.until
 	wait
@@ -97,7 +102,10 @@ measure_on_b() {
 	perftest_lat_record "$OUT/ib_read_lat.log" > "$OUT/perftest.jsonl"
 	perftest_client bw ib_read_bw -s 4096 -R -F -n "$BW_ITERS" > "$OUT/ib_read_bw.log" 2>&1 ||
 		{ cat "$OUT/ib_read_bw.log"; fail "ib_read_bw"; return; }
-	perftest_bw_record "$OUT/ib_read_bw.log" >> "$OUT/perftest.jsonl"
+	perftest_bw_record "$OUT/ib_read_bw.log" ib_read_bw 4096 >> "$OUT/perftest.jsonl"
+	perftest_client bw64k ib_read_bw -s 65536 -R -F -n "$BW64K_ITERS" > "$OUT/ib_read_bw_64k.log" 2>&1 ||
+		{ cat "$OUT/ib_read_bw_64k.log"; fail "ib_read_bw -s 65536"; return; }
+	perftest_bw_record "$OUT/ib_read_bw_64k.log" ib_read_bw_64k 65536 >> "$OUT/perftest.jsonl"
 	cat "$OUT/perftest.jsonl"
 
 	"$BENCH" "$PEER" 1 --size "$SIZE" --samples-dir "$OUT/samples" > "$OUT/rpage.jsonl" ||

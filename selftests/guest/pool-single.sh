@@ -172,6 +172,24 @@ test_tracepoints_see_faults() {
 	[ "$(trace_count rpage_io_done)" -ge 64 ] || fail "io_done events"
 }
 
+# A run of adjacent pages goes as one READ per RPAGE_IO_MAX_SGE (16)
+# pages, and a READ never spans two of the pool's 2 MiB regions: 256 KiB
+# across the first boundary is 2 + 2 READs of 16 pages, and reads back
+# the pattern written there.
+test_adjacent_pages_share_a_read() {
+	"$PATTERN" write self 2 1920K 256K --seed 9 || return
+	echo > "$TRACEFS/trace"
+	echo 1 > "$TRACEFS/events/rpage/rpage_io_done/enable" || return
+	"$PATTERN" read self 2 1920K 256K --seed 9 --batch 64
+	local rc=$?
+	echo 0 > "$TRACEFS/events/rpage/enable"
+	expect_eq "$rc" 0 "pattern read across a region boundary" || return
+	grep -m 2 rpage_io_done "$TRACEFS/trace"
+	expect_eq "$(grep -c ' rpage_io_done: .* READ pages=16 status=0 ' "$TRACEFS/trace")" 4 \
+		"READs of 16 pages" || return
+	expect_eq "$(trace_count rpage_io_done)" 4 "io_done events"
+}
+
 test_unload_with_pools() {
 	rpage_unload || fail "rmmod with pools and a connected peer" || return
 	expect_eq "$(rdma resource show rxe0 | sed 's/^[0-9]*: rxe0: //')" "$RXE_BARE" "rxe0 resources after unload"
@@ -195,6 +213,7 @@ RPAGE_TEST_PEER=self run_kselftest map "$SELFTESTS/rpage_map_test"
 
 tap_begin fault-single
 run_test tracepoints_see_the_fault_path test_tracepoints_see_faults
+run_test adjacent_pages_share_one_read test_adjacent_pages_share_a_read
 tap_end
 
 tap_begin pool-teardown

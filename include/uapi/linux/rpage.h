@@ -408,8 +408,8 @@ struct rpage_io {
 
 /**
  * struct rpage_stats - counters of a peer or an RDMA device
- * @reads: pages read (one RDMA READ each).
- * @writes: pages written (one RDMA WRITE each).
+ * @reads: pages read by RDMA READs.
+ * @writes: pages written by RDMA WRITEs.
  * @read_bytes: bytes read.
  * @write_bytes: bytes written.
  * @errors: pages whose transfer failed.
