@@ -10,7 +10,8 @@
 
 # Bytes each fault benchmark touches; iterations of the perftest runs
 # (ib_read_bw with 4 KiB READs, as a fault issues them, and with 64 KiB
-# READs, as rpage issues them for 16 adjacent pages).
+# READs, as rpage issues them for 16 adjacent pages, at most 16 in flight
+# as on rpage's queue pairs).
 SIZE=16M
 LAT_ITERS=5000
 BW_ITERS=20000
@@ -88,7 +89,7 @@ serve_on_a() {
 	barrier servers-up || return
 	perftest_server lat ib_read_lat -s 4096 -R -F -n "$LAT_ITERS" || return
 	perftest_server bw ib_read_bw -s 4096 -R -F -n "$BW_ITERS" || return
-	perftest_server bw64k ib_read_bw -s 65536 -R -F -n "$BW64K_ITERS" || return
+	perftest_server bw64k ib_read_bw -s 65536 -o 16 -R -F -n "$BW64K_ITERS" || return
 	barrier measured || return
 	touch /tmp/until1 /tmp/uffd.until
 	wait
@@ -103,7 +104,7 @@ measure_on_b() {
 	perftest_client bw ib_read_bw -s 4096 -R -F -n "$BW_ITERS" > "$OUT/ib_read_bw.log" 2>&1 ||
 		{ cat "$OUT/ib_read_bw.log"; fail "ib_read_bw"; return; }
 	perftest_bw_record "$OUT/ib_read_bw.log" ib_read_bw 4096 >> "$OUT/perftest.jsonl"
-	perftest_client bw64k ib_read_bw -s 65536 -R -F -n "$BW64K_ITERS" > "$OUT/ib_read_bw_64k.log" 2>&1 ||
+	perftest_client bw64k ib_read_bw -s 65536 -o 16 -R -F -n "$BW64K_ITERS" > "$OUT/ib_read_bw_64k.log" 2>&1 ||
 		{ cat "$OUT/ib_read_bw_64k.log"; fail "ib_read_bw -s 65536"; return; }
 	perftest_bw_record "$OUT/ib_read_bw_64k.log" ib_read_bw_64k 65536 >> "$OUT/perftest.jsonl"
 	cat "$OUT/perftest.jsonl"
