@@ -173,17 +173,18 @@ test_tracepoints_see_faults() {
 }
 
 # A run of adjacent pages goes as one READ per RPAGE_IO_MAX_SGE (16)
-# pages, and a READ never spans two of the pool's 2 MiB regions: 256 KiB
-# across the first boundary is 2 + 2 READs of 16 pages, and reads back
-# the pattern written there.
+# pages, and a READ never spans two of the pool's 2 MiB regions: one
+# range of 256 KiB across the first boundary is 2 + 2 READs of 16 pages,
+# and carries the pattern (pool 2 holds seed 7 there by now).
 test_adjacent_pages_share_a_read() {
-	"$PATTERN" write self 2 1920K 256K --seed 9 || return
+	"$PATTERN" write self 2 1920K 256K --seed 7 || return
 	echo > "$TRACEFS/trace"
 	echo 1 > "$TRACEFS/events/rpage/rpage_io_done/enable" || return
-	"$PATTERN" read self 2 1920K 256K --seed 9 --batch 64
+	"$RPAGECTL" read self 2 1920K 256K file /tmp/adjacent
 	local rc=$?
 	echo 0 > "$TRACEFS/events/rpage/enable"
-	expect_eq "$rc" 0 "pattern read across a region boundary" || return
+	expect_eq "$rc" 0 "rpagectl read across a region boundary" || return
+	"$PATTERN" check-file 2 /tmp/adjacent --seed 7 --offset 1920K || return
 	grep -m 2 rpage_io_done "$TRACEFS/trace"
 	expect_eq "$(grep -c ' rpage_io_done: .* READ pages=16 status=0 ' "$TRACEFS/trace")" 4 \
 		"READs of 16 pages" || return
