@@ -145,8 +145,8 @@ static void rpage_page_publish(struct rpage_mapping *map, unsigned long index,
 
 /*
  * Claims the absent pages among @nr pages of @map from @first, @stride
- * apart (and inside the mapping), for a prefetch; returns it, or NULL if
- * none was absent or memory ran out.
+ * apart (and inside the mapping), for a prefetch; returns it, NULL if
+ * none was absent, or ERR_PTR(-ENOMEM).
  */
 static struct rpage_prefetch_run *
 rpage_prefetch_claim(struct rpage_mapping *map, unsigned long first, long stride,
@@ -157,11 +157,12 @@ rpage_prefetch_claim(struct rpage_mapping *map, unsigned long first, long stride
 
 	run = kzalloc(sizeof(*run), GFP_KERNEL);
 	if (!run)
-		return NULL;
-	run->index = kvcalloc(nr, sizeof(*run->index), GFP_KERNEL);
+		return ERR_PTR(-ENOMEM);
+	/* The range is the caller's to choose: too large is ENOMEM, no WARN. */
+	run->index = kvcalloc(nr, sizeof(*run->index), GFP_KERNEL | __GFP_NOWARN);
 	if (!run->index) {
 		kfree(run);
-		return NULL;
+		return ERR_PTR(-ENOMEM);
 	}
 	for (i = 0; i < nr && index < map->nr_pages; i++, index += stride) {
 		void *old = xa_cmpxchg(&map->pages, index, NULL,
@@ -260,9 +261,11 @@ static void rpage_prefetch_execute(struct rpage_prefetch_run *run)
 	unsigned int i, nr_ops, ready = 0;
 	int ret;
 
-	run->ops = kvcalloc(run->nr, sizeof(*run->ops), GFP_KERNEL);
-	run->sges = kvcalloc(run->nr, sizeof(*run->sges), GFP_KERNEL);
-	run->pages = kvcalloc(run->nr, sizeof(*run->pages), GFP_KERNEL);
+	run->ops = kvcalloc(run->nr, sizeof(*run->ops), GFP_KERNEL | __GFP_NOWARN);
+	run->sges = kvcalloc(run->nr, sizeof(*run->sges),
+			     GFP_KERNEL | __GFP_NOWARN);
+	run->pages = kvcalloc(run->nr, sizeof(*run->pages),
+			      GFP_KERNEL | __GFP_NOWARN);
 	if (!run->ops || !run->sges || !run->pages ||
 	    rpage_io_begin(peer, &run->req.conn))
 		goto settle;
@@ -337,6 +340,10 @@ long rpage_ioctl_prefetch(struct rpage_file *rfile, void __user *argp)
 	run = rpage_prefetch_claim(map, arg.offset >> PAGE_SHIFT, 1,
 				   arg.length >> PAGE_SHIFT,
 				   arg.depth ?: RPAGE_PREFETCH_DEPTH_DEFAULT);
+	if (IS_ERR(run)) {
+		rpage_map_put(map);
+		return PTR_ERR(run);
+	}
 	arg.queued = 0;
 	arg.failed = 0;
 	if (!run)
@@ -391,7 +398,7 @@ static void rpage_readahead(struct rpage_mapping *map, unsigned long index)
 	if (!window || next < 0 || next >= (long)map->nr_pages)
 		return;
 	run = rpage_prefetch_claim(map, next, stride, window, window);
-	if (run)
+	if (!IS_ERR_OR_NULL(run))
 		rpage_prefetch_queue(run);
 }
 

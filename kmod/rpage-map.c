@@ -346,8 +346,8 @@ static int rpage_evict_write(struct rpage_evict_batch *b)
 	unsigned int mapped;
 	int ret;
 
-	ops = kvcalloc(b->nr_dirty, sizeof(*ops), GFP_KERNEL);
-	sges = kvcalloc(b->nr_dirty, sizeof(*sges), GFP_KERNEL);
+	ops = kvcalloc(b->nr_dirty, sizeof(*ops), GFP_KERNEL | __GFP_NOWARN);
+	sges = kvcalloc(b->nr_dirty, sizeof(*sges), GFP_KERNEL | __GFP_NOWARN);
 	if (!ops || !sges) {
 		ret = -ENOMEM;
 		goto out_free;
@@ -407,8 +407,9 @@ static int rpage_evict(struct rpage_mapping *map, unsigned long first,
 	struct rpage_evict_batch b = { .map = map };
 	int ret = 0;
 
-	b.index = kvcalloc(nr, sizeof(*b.index), GFP_KERNEL);
-	b.pages = kvcalloc(nr, sizeof(*b.pages), GFP_KERNEL);
+	/* The range is the caller's to choose: too large is ENOMEM, no WARN. */
+	b.index = kvcalloc(nr, sizeof(*b.index), GFP_KERNEL | __GFP_NOWARN);
+	b.pages = kvcalloc(nr, sizeof(*b.pages), GFP_KERNEL | __GFP_NOWARN);
 	if (!b.index || !b.pages) {
 		ret = -ENOMEM;
 		goto out;
