@@ -755,95 +755,68 @@ struct rpage_ack_work {
 
 /**
  * struct rpage_ack_send - an acknowledgment on its way
- * @cqe: completion entry.
+ * @req: its run on the queue pair.
+ * @op: its SEND.
+ * @sge: @msg, as the device sees it.
  * @msg: the message.
- * @done: set by the completion, whatever its status.
+ *
+ * Allocated: if the device never gives the message back, none of it may
+ * be reused.
  */
 struct rpage_ack_send {
-	struct ib_cqe cqe;
+	struct rpage_io_req req;
+	struct rpage_io_op op;
+	struct ib_sge sge;
 	struct rpage_msg_pool_del_ack msg;
-	bool done;
 };
 
-static void rpage_ack_send_done(struct ib_cq *cq, struct ib_wc *wc)
-{
-	struct rpage_ack_send *ack = container_of(wc->wr_cqe,
-						  struct rpage_ack_send, cqe);
-
-	WRITE_ONCE(ack->done, true);
-}
-
 /*
- * Sends the acknowledgment on the first outbound queue pair, whose
- * send completions nobody reaps but their poster: poll for it here.
+ * Sends the acknowledgment on the first outbound queue pair (the one the
+ * exporter receives control messages on), whose send completions nobody
+ * reaps but their poster: rpage_io_run() polls for it as for a READ.
  */
 static void rpage_ack_work_fn(struct work_struct *work)
 {
 	struct rpage_ack_work *aw = container_of(work, struct rpage_ack_work, work);
 	struct rpage_peer *peer = aw->peer;
 	struct rpage_conn *conn = &peer->conns[0];
-	struct ib_qp_attr to_error = { .qp_state = IB_QPS_ERR };
-	struct ib_send_wr wr = {};
 	struct rpage_ack_send *ack;
-	unsigned long deadline;
-	struct ib_sge sge;
-	bool flushing = false;
-	u64 dma = 0;
+	int ret = 0;
+	u64 dma;
 
 	ack = kzalloc(sizeof(*ack), GFP_KERNEL);
 	down_read(&peer->io_rwsem);
 	if (!ack || READ_ONCE(peer->state) != RPAGE_PEER_STATE_CONNECTED ||
-	    !conn->cm_id || atomic_dec_if_positive(&conn->sq_free) < 0)
+	    !conn->cm_id || conn->state != RPAGE_CONN_CONNECTED)
 		goto out;
 	ack->msg.hdr.type = cpu_to_le16(RPAGE_MSG_POOL_DEL_ACK);
 	ack->msg.hdr.length = cpu_to_le32(sizeof(ack->msg));
 	ack->msg.pool_id = cpu_to_le64(aw->pool_id);
-	ack->cqe.done = rpage_ack_send_done;
 	dma = ib_dma_map_single(conn->dev->ibdev, &ack->msg, sizeof(ack->msg),
 				DMA_TO_DEVICE);
-	if (ib_dma_mapping_error(conn->dev->ibdev, dma)) {
-		dma = 0;
-		atomic_inc(&conn->sq_free);
+	if (ib_dma_mapping_error(conn->dev->ibdev, dma))
 		goto out;
+	ack->sge.addr = dma;
+	ack->sge.length = sizeof(ack->msg);
+	ack->sge.lkey = conn->dev->pd->local_dma_lkey;
+	ack->req.conn = conn;
+	rpage_io_build_send(&ack->req, &ack->sge, &ack->op);
+	ret = rpage_io_run(&ack->req, &ack->op, 1);
+	if (ret == -EDEADLK) {
+		/* The device never let go of it: leave it be. */
+		up_read(&peer->io_rwsem);
+		rpage_peer_io_failed(peer);
+		goto out_put;
 	}
-	sge.addr = dma;
-	sge.length = sizeof(ack->msg);
-	sge.lkey = conn->dev->pd->local_dma_lkey;
-	wr.wr_cqe = &ack->cqe;
-	wr.opcode = IB_WR_SEND;
-	wr.sg_list = &sge;
-	wr.num_sge = 1;
-	wr.send_flags = IB_SEND_SIGNALED;
-	if (ib_post_send(conn->cm_id->qp, &wr, NULL)) {
-		atomic_inc(&conn->sq_free);
-		goto out;
-	}
-	deadline = jiffies + msecs_to_jiffies(rpage_io_timeout_ms);
-	while (!READ_ONCE(ack->done)) {
-		if (ib_process_cq_direct(conn->cq, 16) > 0)
-			continue;
-		usleep_range(20, 100);
-		if (!time_after(jiffies, deadline))
-			continue;
-		if (flushing) {
-			/* The device never let go of it: leave it be. */
-			up_read(&peer->io_rwsem);
-			goto leak;
-		}
-		flushing = true;
-		ib_modify_qp(conn->cm_id->qp, &to_error, IB_QP_STATE);
-		deadline = jiffies + msecs_to_jiffies(rpage_io_timeout_ms);
-	}
-	atomic_inc(&conn->sq_free);
+	ib_dma_unmap_single(conn->dev->ibdev, dma, sizeof(ack->msg),
+			    DMA_TO_DEVICE);
 out:
-	if (dma)
-		ib_dma_unmap_single(conn->dev->ibdev, dma, sizeof(ack->msg),
-				    DMA_TO_DEVICE);
 	up_read(&peer->io_rwsem);
 	kfree(ack);
-leak:
-	if (flushing)
+	/* A SEND that failed left the queue pair in error: reconnect. */
+	if (rpage_io_transport_error(ret))
 		rpage_peer_io_failed(peer);
+out_put:
 	rpage_peer_put(peer);
 	kfree(aw);
 }

@@ -29,6 +29,12 @@
 /* Completions reaped per poll. */
 #define RPAGE_IO_BATCH		16
 
+/* Pages, which are counted and traced; not a control message. */
+static bool rpage_io_is_data(const struct rpage_io_op *op)
+{
+	return op->wr.wr.opcode != IB_WR_SEND;
+}
+
 static void rpage_io_done(struct ib_cq *cq, struct ib_wc *wc)
 {
 	struct rpage_io_op *op = container_of(wc->wr_cqe, struct rpage_io_op, cqe);
@@ -39,10 +45,14 @@ static void rpage_io_done(struct ib_cq *cq, struct ib_wc *wc)
 	u64 ns = ktime_get_ns() - op->posted_ns;
 	int status = 0;
 
-	rpage_counters_io(&conn->peer->counters, req->write, pages, ns, failed);
-	rpage_counters_io(&conn->dev->counters, req->write, pages, ns, failed);
-	trace_rpage_io_done(conn->peer->id, conn->cm_id->qp->qp_num, req->write,
-			    pages, wc->status, ns);
+	if (rpage_io_is_data(op)) {
+		rpage_counters_io(&conn->peer->counters, req->write, pages, ns,
+				  failed);
+		rpage_counters_io(&conn->dev->counters, req->write, pages, ns,
+				  failed);
+		trace_rpage_io_done(conn->peer->id, conn->cm_id->qp->qp_num,
+				    req->write, pages, wc->status, ns);
+	}
 	if (failed) {
 		status = wc->status == IB_WC_WR_FLUSH_ERR ? -ECONNRESET : -EIO;
 		if (!READ_ONCE(req->status))
@@ -73,8 +83,10 @@ static unsigned int rpage_io_post(struct rpage_io_req *req,
 		k++;
 	if (!k)
 		return 0;
-	trace_rpage_io_post(req->conn->peer->id, req->conn->cm_id->qp->qp_num,
-			    req->write, ops[0].wr.remote_addr, k);
+	if (rpage_io_is_data(&ops[0]))
+		trace_rpage_io_post(req->conn->peer->id,
+				    req->conn->cm_id->qp->qp_num, req->write,
+				    ops[0].wr.remote_addr, k);
 	now = ktime_get_ns();
 	for (i = 0; i < k; i++) {
 		ops[i].wr.wr.next = i + 1 < k ? &ops[i + 1].wr.wr : NULL;
@@ -96,8 +108,9 @@ static unsigned int rpage_io_post(struct rpage_io_req *req,
 }
 
 /*
- * Runs @n pages on @req's queue pair and waits for all of them. Returns
- * with nothing of them left on the device, whatever happened.
+ * Runs the @n work requests @ops on @req's queue pair and waits for all
+ * of them. Returns with nothing of them left on the device, whatever
+ * happened.
  */
 int rpage_io_run(struct rpage_io_req *req, struct rpage_io_op *ops,
 		 unsigned int n)
@@ -221,6 +234,30 @@ static void rpage_rpool_locate(const struct rpage_rpool *rpool, u64 offset,
 	*rkey = rpool->mrs[mr].rkey;
 }
 
+/* Makes @op a signalled work request of @req, of one entry, @sge. */
+static void rpage_io_op_init(struct rpage_io_op *op, struct rpage_io_req *req,
+			     enum ib_wr_opcode opcode, struct ib_sge *sge)
+{
+	memset(op, 0, sizeof(*op));
+	op->req = req;
+	op->cqe.done = rpage_io_done;
+	op->wr.wr.wr_cqe = &op->cqe;
+	op->wr.wr.opcode = opcode;
+	op->wr.wr.sg_list = sge;
+	op->wr.wr.num_sge = 1;
+	op->wr.wr.send_flags = IB_SEND_SIGNALED;
+}
+
+/*
+ * Makes @op SEND the control message mapped at @sge on @req's queue pair,
+ * for rpage_io_run() to post and poll for; it is not counted as data.
+ */
+void rpage_io_build_send(struct rpage_io_req *req, struct ib_sge *sge,
+			 struct rpage_io_op *op)
+{
+	rpage_io_op_init(op, req, IB_WR_SEND, sge);
+}
+
 /*
  * Builds the work requests that move @nr mapped pages (@sges) to or from
  * @rpool, page i at @offset plus @index[i] pages (plus i pages without
@@ -250,15 +287,9 @@ unsigned int rpage_io_build(struct rpage_io_req *req,
 			continue;
 		}
 		op = &ops[n++];
-		memset(op, 0, sizeof(*op));
-		op->req = req;
+		rpage_io_op_init(op, req, req->write ? IB_WR_RDMA_WRITE :
+				 IB_WR_RDMA_READ, &sges[i]);
 		op->first = i;
-		op->cqe.done = rpage_io_done;
-		op->wr.wr.wr_cqe = &op->cqe;
-		op->wr.wr.opcode = req->write ? IB_WR_RDMA_WRITE : IB_WR_RDMA_READ;
-		op->wr.wr.sg_list = &sges[i];
-		op->wr.wr.num_sge = 1;
-		op->wr.wr.send_flags = IB_SEND_SIGNALED;
 		op->wr.remote_addr = remote_addr;
 		op->wr.rkey = rkey;
 	}

@@ -332,10 +332,11 @@ struct rpage_io_req {
 };
 
 /**
- * struct rpage_io_op - one work request: pages adjacent in the pool
+ * struct rpage_io_op - one work request: pages adjacent in the pool, or
+ *	a control message
  * @cqe: completion entry.
- * @wr: the RDMA work request; its gather list is the caller's, one
- *	entry per page, @wr.wr.num_sge pages.
+ * @wr: the work request; its gather list is the caller's, one entry per
+ *	page, @wr.wr.num_sge pages (or the message).
  * @req: the run it belongs to.
  * @posted_ns: when it was posted.
  * @first: the index of its first page in the caller's arrays.
@@ -504,6 +505,8 @@ unsigned int rpage_io_build(struct rpage_io_req *req,
 			    const struct rpage_rpool *rpool, u64 offset,
 			    const unsigned long *index, struct ib_sge *sges,
 			    unsigned int nr, struct rpage_io_op *ops);
+void rpage_io_build_send(struct rpage_io_req *req, struct ib_sge *sge,
+			 struct rpage_io_op *op);
 int rpage_io_run(struct rpage_io_req *req, struct rpage_io_op *ops,
 		 unsigned int n);
 bool rpage_io_transport_error(int err);
