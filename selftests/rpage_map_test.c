@@ -744,6 +744,71 @@ TEST_F_TIMEOUT(map, evict_writes_back_and_drops, 120)
 	EXPECT_EQ(2 * pages, peer_counters(_metadata, self).reads - after.reads);
 }
 
+/* Pages 1-3, 5, 9-30, 40 and 505-520 (across the first 2 MiB region). */
+static bool scattered_dirty(uint64_t i)
+{
+	return (i >= 1 && i <= 3) || i == 5 || (i >= 9 && i <= 30) || i == 40 ||
+	       (i >= 505 && i <= 520);
+}
+
+/*
+ * Prefetch and eviction put runs of adjacent pages in one READ or WRITE
+ * (up to 16 pages, within a registered region of the pool): runs with
+ * gaps between them, runs longer than one request carries and runs
+ * across a region's end must each land where they belong.
+ */
+TEST_F_TIMEOUT(map, gathered_runs_keep_every_page_in_place, 120)
+{
+	static const uint64_t touched[] = { 0, 2, 3, 7, 40, 510, 599 };
+	const uint64_t pages = 600;
+	unsigned char *buf = anon(pages);
+	struct rpage_prefetch pf;
+	struct rpage_evict ev;
+	uint64_t i, dirty = 0;
+
+	NEED_AREA(pages, 0);
+	ASSERT_NE(NULL, buf);
+	/* Some pages first: the prefetch reads the runs between them. */
+	for (i = 0; i < ARRAY_LEN(touched); i++)
+		ASSERT_EQ(UINT64_MAX, check_pages(self->addr, POOL_A, 0, touched[i],
+						  1, SEED));
+	pf = (struct rpage_prefetch) { .map_id = self->m.map_id,
+				       .flags = RPAGE_PREFETCH_WAIT,
+				       .length = pages * page };
+	ASSERT_EQ(0, rpage_map_prefetch(self->fd, &pf));
+	EXPECT_EQ(pages - ARRAY_LEN(touched), pf.queued);
+	EXPECT_EQ(0, pf.failed);
+	EXPECT_EQ(UINT64_MAX, check_pages(self->addr, POOL_A, 0, 0, pages, SEED));
+	EXPECT_EQ(ARRAY_LEN(touched), area_stats(_metadata, self).faults);
+	EXPECT_EQ(pages, reads_since(_metadata, self));
+
+	for (i = 0; i < pages; i++) {
+		if (!scattered_dirty(i))
+			continue;
+		rpage_pattern_fill(self->addr + i * page, page, POOL_A, i * page,
+				   SEED2);
+		dirty++;
+	}
+	ev = (struct rpage_evict) { .map_id = self->m.map_id,
+				    .length = pages * page };
+	ASSERT_EQ(0, rpage_map_evict(self->fd, &ev));
+	EXPECT_EQ(pages, ev.evicted);
+	EXPECT_EQ(dirty, ev.written);
+
+	memset(buf, 0xa5, pages * page);
+	ASSERT_EQ(0, io1(self->fd, false, self->peer_id, POOL_A, 0, pages * page,
+			 buf));
+	for (i = 0; i < pages; i++) {
+		EXPECT_EQ(UINT64_MAX,
+			  rpage_pattern_check(buf + i * page, page, POOL_A,
+					      i * page, scattered_dirty(i) ?
+					      SEED2 : SEED)) {
+			TH_LOG("page %llu", (unsigned long long)i);
+		}
+	}
+	munmap(buf, pages * page);
+}
+
 TEST_F_TIMEOUT(map, evict_of_a_clean_range_writes_nothing, 120)
 {
 	const uint64_t pages = 32;
