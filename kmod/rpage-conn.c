@@ -169,6 +169,8 @@ int rpage_conn_create_qp(struct rpage_conn *conn, struct rdma_cm_id *cm_id)
 	int vector = conn->index % ibdev->num_comp_vectors;
 	u32 max_sge = clamp_t(u32, ibdev->attrs.max_send_sge, 1,
 			      RPAGE_IO_MAX_SGE);
+	/* A READ's scatter list may be held to fewer entries than a send's. */
+	u32 max_read_sge = clamp_t(u32, ibdev->attrs.max_sge_rd, 1, max_sge);
 	struct ib_qp_init_attr attr = {};
 	struct rpage_ibdev *dev;
 	int ret;
@@ -218,7 +220,8 @@ int rpage_conn_create_qp(struct rpage_conn *conn, struct rdma_cm_id *cm_id)
 	if (ret)
 		goto err_cq;
 	atomic_set(&conn->sq_free, RPAGE_SEND_DEPTH);
-	conn->max_sge = max_sge;
+	conn->max_write_sge = max_sge;
+	conn->max_read_sge = max_read_sge;
 	conn->dev = dev;
 	atomic_inc(&dev->users);
 	return 0;

@@ -271,6 +271,8 @@ unsigned int rpage_io_build(struct rpage_io_req *req,
 			    const unsigned long *index, struct ib_sge *sges,
 			    unsigned int nr, struct rpage_io_op *ops)
 {
+	unsigned int max_sge = req->write ? req->conn->max_write_sge :
+					    req->conn->max_read_sge;
 	struct rpage_io_op *op = NULL;
 	unsigned int i, n = 0;
 	u64 remote_addr;
@@ -280,7 +282,7 @@ unsigned int rpage_io_build(struct rpage_io_req *req,
 		rpage_rpool_locate(rpool, offset + ((u64)(index ? index[i] : i) <<
 						    PAGE_SHIFT),
 				   &remote_addr, &rkey);
-		if (op && op->wr.wr.num_sge < req->conn->max_sge &&
+		if (op && op->wr.wr.num_sge < max_sge &&
 		    op->wr.rkey == rkey && remote_addr == op->wr.remote_addr +
 		    ((u64)op->wr.wr.num_sge << PAGE_SHIFT)) {
 			op->wr.wr.num_sge++;

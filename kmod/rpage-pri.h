@@ -135,7 +135,8 @@ struct rpage_io_op;
  * @recv_lock: orders reposting a receive against teardown.
  * @closing: set under @recv_lock before the queue pair is destroyed.
  * @sq_free: send queue slots not taken by work requests in flight.
- * @max_sge: outbound: pages one work request may gather or scatter.
+ * @max_write_sge: outbound: pages one RDMA WRITE may gather.
+ * @max_read_sge: outbound: pages one RDMA READ may scatter into.
  * @inbound: the peer opened it (we serve); else we opened it (we read).
  * @index: which of the opener's queue pairs to the peer this is.
  * @state: RPAGE_CONN_*, changed under the owner's lock.
@@ -160,7 +161,8 @@ struct rpage_conn {
 	spinlock_t recv_lock;		/* see kernel-doc */
 	bool closing;
 	atomic_t sq_free;
-	u32 max_sge;
+	u32 max_write_sge;
+	u32 max_read_sge;
 	bool inbound;
 	u16 index;
 	enum rpage_conn_state state;
