@@ -154,12 +154,22 @@ trace_count() {
 	grep -c " $1: " "$TRACEFS/trace"
 }
 
-# perf and bpftrace see the fault path through these tracepoints.
-test_tracepoints_see_faults() {
+# An empty trace buffer, and tracing that does not record task names:
+# that recording hooks the scheduler's own tracepoints at every first
+# enable and last disable, and patching those (text_poke_bp) while the
+# other vCPU runs __schedule once hung a 2-vCPU TCG guest (soft lockup,
+# the other CPU looping in its int3 handler; no rpage code involved).
+trace_setup() {
 	[ -e "$TRACEFS/events" ] || mount -t tracefs nodev "$TRACEFS" || return
 	[ -d "$TRACEFS/events/rpage" ] || fail "no events/rpage in tracefs" || return
-	"$PATTERN" write self 2 0 256K --seed 7 || return
+	echo 0 > "$TRACEFS/options/record-cmd" || return
 	echo > "$TRACEFS/trace"
+}
+
+# perf and bpftrace see the fault path through these tracepoints.
+test_tracepoints_see_faults() {
+	"$PATTERN" write self 2 0 256K --seed 7 || return
+	trace_setup || return
 	echo 1 > "$TRACEFS/events/rpage/enable" || return
 	"$FAULT" touch self 2 256K --threads 1 --order seq --seed 7 --expect-faults 64
 	local rc=$?
@@ -178,7 +188,7 @@ test_tracepoints_see_faults() {
 # and carries the pattern (pool 2 holds seed 7 there by now).
 test_adjacent_pages_share_a_read() {
 	"$PATTERN" write self 2 1920K 256K --seed 7 || return
-	echo > "$TRACEFS/trace"
+	trace_setup || return
 	echo 1 > "$TRACEFS/events/rpage/rpage_io_done/enable" || return
 	"$RPAGECTL" read self 2 1920K 256K file /tmp/adjacent
 	local rc=$?
