@@ -2,11 +2,12 @@
 /*
  * rpage: the data path of RPAGE_IOC_READ and RPAGE_IOC_WRITE.
  *
- * The caller's buffer is pinned and handed to the device page by page
- * (zero copy); pages that are adjacent in the pool go in one RDMA READ
- * or WRITE, up to RPAGE_IO_MAX_SGE of them, posted on the queue pair of
- * the current CPU, as many per doorbell as the send queue has room for,
- * and the caller's own context polls the completion queue:
+ * The caller's buffers are pinned and handed to the device page by page
+ * (zero copy); pages of a range that are adjacent in the pool go in one
+ * RDMA READ or WRITE, up to RPAGE_IO_MAX_SGE of them. Consecutive ranges
+ * to one peer are one batch, posted on the queue pair of the current CPU,
+ * as many per doorbell as the send queue has room for, and the caller's
+ * own context polls the completion queue:
  * it busy-polls for up to a millisecond, then sleeps between polls,
  * until every page is done or no page has completed for io_timeout_ms.
  */
@@ -356,61 +357,105 @@ static int rpage_io_pin(const struct rpage_iovec *iov, bool write,
 	return 0;
 }
 
-/* One range: pin, resolve, transfer, release. */
-static int rpage_io_one(struct rpage_peer *peer, const struct rpage_iovec *iov,
-			bool write)
+/*
+ * Builds the work requests of @nr_iov ranges, held in @rpools, whose
+ * mapped pages follow each other in @sges. Returns how many of @ops it
+ * filled.
+ */
+static unsigned int
+rpage_io_build_ranges(struct rpage_io_req *req, struct rpage_rpool **rpools,
+		      const struct rpage_iovec *iovs, unsigned int nr_iov,
+		      struct ib_sge *sges, struct rpage_io_op *ops)
 {
-	unsigned int mapped, nr = iov->length >> PAGE_SHIFT;
+	unsigned int i, k, built, n = 0, first = 0;
+
+	for (i = 0; i < nr_iov; i++) {
+		built = rpage_io_build(req, rpools[i], iovs[i].offset, NULL,
+				       sges + first, iovs[i].length >> PAGE_SHIFT,
+				       ops + n);
+		for (k = n; k < n + built; k++)
+			ops[k].first += first;
+		n += built;
+		first += iovs[i].length >> PAGE_SHIFT;
+	}
+	return n;
+}
+
+/*
+ * Ranges to one peer, transferred together so that their READs or WRITEs
+ * are in flight at once: pin every buffer, hold every pool, post, wait,
+ * release.
+ */
+static int rpage_io_batch(struct rpage_peer *peer,
+			  const struct rpage_iovec *iovs, unsigned int nr_iov,
+			  bool write)
+{
 	struct rpage_io_req req = { .write = write };
-	struct rpage_rpool *rpool;
+	unsigned int i, nr = 0, n, held, mapped;
+	struct rpage_rpool **rpools;
 	unsigned long pinned = 0;
 	struct rpage_io_op *ops;
 	struct page **pages;
 	struct ib_sge *sges;
 	int ret;
 
+	for (i = 0; i < nr_iov; i++)
+		nr += iovs[i].length >> PAGE_SHIFT;
 	ops = kvcalloc(nr, sizeof(*ops), GFP_KERNEL);
 	sges = kvcalloc(nr, sizeof(*sges), GFP_KERNEL);
 	pages = kvcalloc(nr, sizeof(*pages), GFP_KERNEL);
-	if (!ops || !sges || !pages) {
+	rpools = kvcalloc(nr_iov, sizeof(*rpools), GFP_KERNEL);
+	if (!ops || !sges || !pages || !rpools) {
 		ret = -ENOMEM;
 		goto out_free;
 	}
-	ret = rpage_io_pin(iov, write, pages, &pinned);
-	if (ret)
-		goto out_unpin;
+	for (i = 0; i < nr_iov; i++) {
+		unsigned long got;
+
+		ret = rpage_io_pin(&iovs[i], write, pages + pinned, &got);
+		pinned += got;
+		if (ret)
+			goto out_unpin;
+	}
 	ret = rpage_io_begin(peer, &req.conn);
 	if (ret)
 		goto out_unpin;
-	rpool = rpage_rpool_get(peer, iov->pool_id, iov->offset, iov->length,
-				write);
-	if (IS_ERR(rpool)) {
-		ret = PTR_ERR(rpool);
-		rpage_io_end(peer);
-		goto out_unpin;
+	for (held = 0; held < nr_iov; held++) {
+		rpools[held] = rpage_rpool_get(peer, iovs[held].pool_id,
+					       iovs[held].offset,
+					       iovs[held].length, write);
+		if (IS_ERR(rpools[held])) {
+			ret = PTR_ERR(rpools[held]);
+			goto out_put;
+		}
 	}
 	mapped = rpage_io_map_pages(&req, pages, nr, sges);
-	if (mapped < nr)
+	if (mapped < nr) {
 		ret = -ENOMEM;
-	else
-		ret = rpage_io_run(&req, ops, rpage_io_build(&req, rpool,
-							     iov->offset, NULL,
-							     sges, nr, ops));
+	} else {
+		n = rpage_io_build_ranges(&req, rpools, iovs, nr_iov, sges, ops);
+		ret = rpage_io_run(&req, ops, n);
+	}
 	if (ret == -EDEADLK) {
 		/* Pages the device may still write to are never given back. */
 		rpage_io_end(peer);
 		return -ETIMEDOUT;
 	}
 	rpage_io_unmap_pages(&req, sges, mapped);
-	/* A read wrote into the pages: the page cache must know. */
-	unpin_user_pages_dirty_lock(pages, pinned, !write);
-	pinned = 0;
-	rpage_rpool_put(peer, rpool);
+	if (mapped == nr) {
+		/* A read wrote into the pages: the page cache must know. */
+		unpin_user_pages_dirty_lock(pages, pinned, !write);
+		pinned = 0;
+	}
+out_put:
+	while (held)
+		rpage_rpool_put(peer, rpools[--held]);
 	rpage_io_end(peer);
 out_unpin:
 	if (pinned)
 		unpin_user_pages(pages, pinned);
 out_free:
+	kvfree(rpools);
 	kvfree(ops);
 	kvfree(sges);
 	kvfree(pages);
@@ -430,7 +475,7 @@ static long rpage_io(void __user *argp, bool write)
 	struct rpage_iovec *iovs;
 	struct rpage_io arg;
 	u64 total = 0;
-	u32 i;
+	u32 i, run;
 	int ret;
 
 	if (copy_from_user(&arg, argp, sizeof(arg)))
@@ -457,14 +502,17 @@ static long rpage_io(void __user *argp, bool write)
 		}
 	}
 
-	for (i = 0; i < arg.nr_iov; i++) {
+	for (i = 0; i < arg.nr_iov; i += run) {
 		struct rpage_peer *peer = rpage_peer_get_by_id(iovs[i].peer_id);
 
 		if (!peer) {
 			ret = -ENOENT;
 			goto out;
 		}
-		ret = rpage_io_one(peer, &iovs[i], write);
+		for (run = 1; i + run < arg.nr_iov &&
+		     iovs[i + run].peer_id == iovs[i].peer_id; run++)
+			;
+		ret = rpage_io_batch(peer, &iovs[i], run, write);
 		if (rpage_io_transport_error(ret))
 			rpage_peer_io_failed(peer);
 		rpage_peer_put(peer);

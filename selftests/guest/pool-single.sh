@@ -201,6 +201,25 @@ test_adjacent_pages_share_a_read() {
 	expect_eq "$(trace_count rpage_io_done)" 4 "io_done events"
 }
 
+# The ranges of one call to one peer are in flight together: 64 ranges
+# of one page each (pool 2 holds seed 7 there) go out with one doorbell,
+# as far as the send queue (64) has room, not one range after another.
+test_ranges_of_a_call_in_flight_together() {
+	trace_setup || return
+	echo 1 > "$TRACEFS/events/rpage/rpage_io_post/enable" || return
+	echo 1 > "$TRACEFS/events/rpage/rpage_io_done/enable" || return
+	"$PATTERN" read self 2 0 256K --seed 7 --batch 64
+	local rc=$?
+	echo 0 > "$TRACEFS/events/rpage/enable"
+	expect_eq "$rc" 0 "read of 64 one-page ranges" || return
+	grep -m 2 rpage_io_post "$TRACEFS/trace"
+	expect_eq "$(grep ' rpage_io_done: .* READ .* status=0 ' "$TRACEFS/trace" |
+		     sed 's/.* pages=\([0-9]*\) .*/\1/' | awk '{ n += $1 } END { print n }')" 64 \
+		"pages READ" || return
+	[ "$(trace_count rpage_io_post)" -le 2 ] ||
+		fail "$(trace_count rpage_io_post) posts for 64 ranges: want 1 or 2"
+}
+
 test_unload_with_pools() {
 	rpage_unload || fail "rmmod with pools and a connected peer" || return
 	expect_eq "$(rdma resource show rxe0 | sed 's/^[0-9]*: rxe0: //')" "$RXE_BARE" "rxe0 resources after unload"
@@ -225,6 +244,7 @@ RPAGE_TEST_PEER=self run_kselftest map "$SELFTESTS/rpage_map_test"
 tap_begin fault-single
 run_test tracepoints_see_the_fault_path test_tracepoints_see_faults
 run_test adjacent_pages_share_one_read test_adjacent_pages_share_a_read
+run_test ranges_of_a_call_in_flight_together test_ranges_of_a_call_in_flight_together
 tap_end
 
 tap_begin pool-teardown
