@@ -47,6 +47,9 @@ COMPARISONS = [
     # READ, bare, is the ceiling it can be held to.
     ("prefetch + touch MiB/s, 64 KiB READs", "prefetch_touch_tput", "mib_per_s", "ib_read_bw_64k", "mib_per_s", None, "higher"),
     ("read ioctl MiB/s, qd 64, 64 KiB READs", "read_qd64", "mib_per_s", "ib_read_bw_64k", "mib_per_s", None, "higher"),
+    # 64 ranges of one page each: 4 KiB READs in flight together, as
+    # ib_read_bw's.
+    ("read ioctl MiB/s, 64 scattered pages per call", "read_scatter64", "mib_per_s", "ib_read_bw", "mib_per_s", None, "higher"),
 ] + [
     ("read ioctl MiB/s, qd %d" % d, "read_qd%d" % d, "mib_per_s", "ib_read_bw", "mib_per_s", None, "higher")
     for d in (1, 2, 4, 8, 16, 32, 64)

@@ -28,6 +28,8 @@
  *   read_lat_qd1: READs of one page at random offsets, each timed.
  *   read_qd1 ... read_qd64: READs of one iovec of D pages each through
  *	--size, for at least READ_MIN_NS and at least once through.
+ *   read_scatter64: READs of 64 iovecs of one page each at random
+ *	offsets, as long and as many pages as read_qd*.
  *   prefetch_touch: the clock starts, an asynchronous prefetch of the
  *	whole mapping (PREFETCH_DEPTH READs in flight) is issued and every
  *	page touched in order; prefetch_touch_tput ends at the last touch
@@ -627,6 +629,52 @@ static bool bench_read_tput(const struct ctx *c, const struct bench *b)
 	return ok;
 }
 
+/*
+ * read_scatterD: READs of D iovecs of one page each, at random offsets
+ * of --size, for at least READ_MIN_NS and as many pages as --size holds:
+ * what a VMM pulling a list of scattered pages issues, and the same size
+ * of READ as ib_read_bw -s 4096.
+ */
+static bool bench_read_scatter(const struct ctx *c, const struct bench *b)
+{
+	struct rpage_iovec *iov = mem_alloc(b->depth, sizeof(*iov));
+	unsigned char *buf = mem_alloc(b->depth, page);
+	struct rpage_io io = { .iov = (uintptr_t)iov, .nr_iov = b->depth };
+	uint64_t done = 0, wall = 0, state = BENCH_SEED, t0;
+	bool ok = iov && buf;
+
+	t0 = now_ns();
+	for (uint64_t k = 0; ok && (done < c->size || wall < READ_MIN_NS); k++) {
+		uint64_t check = check_pick(k, b->depth);
+		int ret;
+
+		for (unsigned int i = 0; i < b->depth; i++)
+			iov[i] = (struct rpage_iovec) {
+				.peer_id = c->peer_id, .pool_id = c->pool_id,
+				.offset = rng_next(&state) % c->pages * page,
+				.length = page, .addr = (uintptr_t)(buf + i * page),
+			};
+		if (check != NO_CHECK)
+			memset(buf + check * page, 0xa5, page);
+		ret = rpage_read(c->fd, &io);
+		if (ret < 0) {
+			fail("%s: read of %u scattered pages: %s", b->name,
+			     b->depth, error_text(-ret));
+			ok = false;
+			break;
+		}
+		ok = check == NO_CHECK ||
+		     page_check(c, b->name, buf + check * page, iov[check].offset);
+		done += (uint64_t)b->depth * page;
+		wall = now_ns() - t0;
+	}
+	if (ok)
+		tput_report(b->name, "", done, wall, "");
+	free(buf);
+	free(iov);
+	return ok;
+}
+
 /* READ throughput at @d pages in flight. */
 #define READ_QD(d)	{ .name = "read_qd" #d, .run = bench_read_tput, .depth = d }
 
@@ -642,6 +690,7 @@ static const struct bench benches[] = {
 	{ .name = "read_lat_qd1", .run = bench_read_lat },
 	READ_QD(1), READ_QD(2), READ_QD(4), READ_QD(8), READ_QD(16), READ_QD(32),
 	READ_QD(64),
+	{ .name = "read_scatter64", .run = bench_read_scatter, .depth = 64 },
 	{ .name = "prefetch_touch", .run = bench_touch, .threads = 1, .tput = true,
 	  .depth = PREFETCH_DEPTH },
 };
