@@ -138,9 +138,16 @@ static int rpage_endpoint_connect_request(struct rpage_listener *ep,
 	rpage_hello_init(&reply, conn->index, le16_to_cpu(hello.nr_qps));
 	param.private_data = &reply;
 	param.private_data_len = sizeof(reply);
-	param.responder_resources = min_t(int, ev->param.conn.initiator_depth,
+	/*
+	 * The request's depths are already ours to give: its
+	 * responder_resources are the READs the initiator wants in flight
+	 * (it becomes the initiator's max_rd_atomic), its initiator_depth
+	 * those it will answer. Swapping them left every reader with one
+	 * READ in flight per queue pair.
+	 */
+	param.responder_resources = min_t(int, ev->param.conn.responder_resources,
 					  cm_id->device->attrs.max_qp_rd_atom);
-	param.initiator_depth = min_t(int, ev->param.conn.responder_resources,
+	param.initiator_depth = min_t(int, ev->param.conn.initiator_depth,
 				      cm_id->device->attrs.max_qp_init_rd_atom);
 	ret = rdma_accept(cm_id, &param);
 	if (ret) {

@@ -9,7 +9,7 @@
  * truncated hello. It prints a single line on stdout for shell tests to
  * grep:
  *
- *	accepted node_id 0x1 proto 1.0
+ *	accepted node_id 0x1 proto 1.0 reads_in_flight 16
  *	rejected reason version proto 1.0
  *	rejected status 8
  *
@@ -55,6 +55,11 @@ enum {
 /* Keeps the timeout in milliseconds well inside an int for poll(). */
 #define MAX_TIMEOUT_S		86400
 #define DEFAULT_NODE_ID		0x7e57
+/*
+ * The RDMA READs this initiator asks to have in flight, as rpage's own
+ * does; the accept decides how many it gets (its QP's max_rd_atomic).
+ */
+#define READ_DEPTH		16
 
 struct options {
 	const char *addr;
@@ -430,9 +435,11 @@ static int report_reject(const struct peer *p,
 	return EXIT_REJECTED_FOREIGN;
 }
 
-static int report_accept(const struct rdma_cm_event *event)
+static int report_accept(const struct peer *p, const struct rdma_cm_event *event)
 {
 	const struct rdma_conn_param *conn = &event->param.conn;
+	struct ibv_qp_init_attr init_attr;
+	struct ibv_qp_attr attr;
 	struct rpage_hello hello;
 
 	/* IB pads the accept's private data to 196 bytes: only a floor. */
@@ -447,9 +454,13 @@ static int report_accept(const struct rdma_cm_event *event)
 		       le32toh(hello.magic));
 		return EXIT_ERROR;
 	}
-	printf("accepted node_id 0x%llx proto %u.%u\n",
+	if (ibv_query_qp(p->id->qp, &attr, IBV_QP_MAX_QP_RD_ATOMIC, &init_attr)) {
+		report("error", "ibv_query_qp: %s", strerror(errno));
+		return EXIT_ERROR;
+	}
+	printf("accepted node_id 0x%llx proto %u.%u reads_in_flight %u\n",
 	       (unsigned long long)le64toh(hello.node_id),
-	       le16toh(hello.major), le16toh(hello.minor));
+	       le16toh(hello.major), le16toh(hello.minor), attr.max_rd_atomic);
 	return EXIT_ACCEPTED;
 }
 
@@ -488,7 +499,7 @@ static int peer_connect(struct peer *p, const struct options *opts)
 		.private_data = opts->hello_len ? &hello : NULL,
 		.private_data_len = opts->hello_len,
 		.responder_resources = 1,
-		.initiator_depth = 1,
+		.initiator_depth = READ_DEPTH,
 		.retry_count = 7,
 		.rnr_retry_count = 7,
 	};
@@ -507,7 +518,7 @@ static int peer_connect(struct peer *p, const struct options *opts)
 
 	switch (event->event) {
 	case RDMA_CM_EVENT_ESTABLISHED:
-		ret = report_accept(event);
+		ret = report_accept(p, event);
 		rdma_ack_cm_event(event);
 		/* Leave the endpoint without a half-open connection. */
 		peer_disconnect(p);
