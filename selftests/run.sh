@@ -129,10 +129,10 @@ for kver in "${kernels[@]}"; do
 	echo "# [$kver single] guest ran $(( $(date +%s) - t0 ))s"
 	judge_guest "$kver single" "$run"
 
-	# Two guests, host A and host B, on one UDP link over 127.0.0.1.
+	# Two guests, host A and host B, on one link over a Unix socket.
 	pair=$VM_DIR/$kver/pair
 	t0=$(date +%s)
-	vm_boot_pair "$kver" "$pair" selftests/guest/pair.sh $((port_base + 2))
+	vm_boot_pair "$kver" "$pair" selftests/guest/pair.sh
 	echo "# [$kver pair] guests ran $(( $(date +%s) - t0 ))s"
 	judge_guest "$kver host-a" "$pair/a"
 	judge_guest "$kver host-b" "$pair/b"

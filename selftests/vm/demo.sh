@@ -16,7 +16,7 @@ kver=$(vm_prepare_one demo) || exit 1
 echo "demo: booting host A and host B ($(vm_accel "$kver"))"
 
 pair=$VM_DIR/demo
-vm_boot_pair "$kver" "$pair" selftests/guest/demo.sh $((31000 + $$ % 1000 * 2))
+vm_boot_pair "$kver" "$pair" selftests/guest/demo.sh
 
 status=0
 for node in a b; do

@@ -96,7 +96,8 @@ vm_accel() {
 
 # vm_boot KVER RUNDIR JOB [options]
 #   --smp N --mem MiB --ip ADDR --node NAME --peer-ip ADDR --peer-node NAME
-#   --udp LOCALPORT:REMOTEPORT --mac MAC --sync DIR --timeout SECONDS
+#   --udp LOCALPORT:REMOTEPORT | --listen SOCKET | --connect SOCKET
+#   --mac MAC --sync DIR --timeout SECONDS
 # Boots one guest that runs JOB (a path relative to the repo), waits for
 # it, and leaves console.log and out/ in RUNDIR. Returns non-zero when
 # the guest did not finish its job (watchdog, crash).
@@ -104,7 +105,8 @@ vm_boot() {
 	local kver=$1 run=$2 job=$3
 	shift 3
 	local smp=2 mem=2048 ip=192.0.2.1 node=single peer_ip="" peer_node=""
-	local udp="" mac=52:54:00:12:34:01 sync="" timeout=${RPAGE_VM_TIMEOUT:-900}
+	local udp="" stream="" mac=52:54:00:12:34:01 sync=""
+	local timeout=${RPAGE_VM_TIMEOUT:-900} netdev
 	while [ $# -gt 0 ]; do
 		case "$1" in
 		--smp) smp=$2 ;;
@@ -114,6 +116,8 @@ vm_boot() {
 		--peer-ip) peer_ip=$2 ;;
 		--peer-node) peer_node=$2 ;;
 		--udp) udp=$2 ;;
+		--listen) stream="server=on,addr.type=unix,addr.path=$2" ;;
+		--connect) stream="server=off,addr.type=unix,addr.path=$2" ;;
 		--mac) mac=$2 ;;
 		--sync) sync=$2 ;;
 		--timeout) timeout=$2 ;;
@@ -139,9 +143,15 @@ vm_boot() {
 	RPAGE_JOB_TIMEOUT='$((timeout - 60))'
 	ENV
 
-	# Every guest has a NIC for rxe; its UDP backend only ever talks to
-	# 127.0.0.1 (the other guest, or an unused port for a lone guest).
-	[ -n "$udp" ] || udp="$((20000 + RANDOM % 20000)):$((40000 + RANDOM % 20000))"
+	# Every guest has a NIC for rxe, whose backend never leaves the
+	# machine: a Unix stream socket to the other guest, or UDP to an
+	# unused port of 127.0.0.1 for a lone guest.
+	if [ -n "$stream" ]; then
+		netdev="stream,id=n0,$stream"
+	else
+		[ -n "$udp" ] || udp="$((20000 + RANDOM % 20000)):$((40000 + RANDOM % 20000))"
+		netdev="socket,id=n0,udp=127.0.0.1:${udp#*:},localaddr=127.0.0.1:${udp%%:*}"
+	fi
 	local args=(
 		-accel "$accel" -m "$mem" -smp "$smp"
 		-kernel "/boot/vmlinuz-$kver" -initrd "$img"
@@ -152,7 +162,7 @@ vm_boot() {
 		-device "virtio-9p-pci,fsdev=root,mount_tag=hostroot"
 		-fsdev "local,id=work,path=$run,security_model=none"
 		-device "virtio-9p-pci,fsdev=work,mount_tag=work"
-		-netdev "socket,id=n0,udp=127.0.0.1:${udp#*:},localaddr=127.0.0.1:${udp%%:*}"
+		-netdev "$netdev"
 		-device "virtio-net-pci,netdev=n0,mac=$mac"
 	)
 	[ "$accel" = kvm ] && args+=(-cpu host)
@@ -233,27 +243,42 @@ vm_judge() {
 	[ ! -s "$run/problems" ]
 }
 
-# vm_boot_pair KVER DIR JOB UDP_PORT [VM_BOOT_OPTIONS...]: boots host A
-# (DIR/a, 192.0.2.1) and host B (DIR/b, 192.0.2.2) at once, joined by a
-# UDP link on 127.0.0.1 ports UDP_PORT and UDP_PORT+1, both running JOB,
-# with barriers in DIR/sync; returns when both have powered off.
+# vm_boot_pair KVER DIR JOB [VM_BOOT_OPTIONS...]: boots host A
+# (DIR/a, 192.0.2.1) and host B (DIR/b, 192.0.2.2), joined by a link
+# that A's QEMU listens for on a Unix socket, both running JOB, with
+# barriers in DIR/sync; returns when both have powered off.
+#
+# The link is a stream, so it never drops a frame: RoCE expects a
+# lossless fabric, and a UDP link dropped bursts of RDMA READ responses
+# whenever a TCG guest fell behind (the host's socket buffer overflowed),
+# leaving rxe to recover by its retransmission timer. A Unix socket,
+# because QEMU's TCP stream delays small frames (Nagle) by up to 40 ms.
 vm_boot_pair() {
-	local kver=$1 dir=$2 job=$3 port=$4 pid_a pid_b
-	shift 4
+	local kver=$1 dir=$2 job=$3 pid_a pid_b link
+	shift 3
 	rm -rf "$dir"
 	mkdir -p "$dir/sync"
+	# In /tmp: a socket's path must fit in 108 bytes, wherever the
+	# checkout is.
+	link=$(mktemp -u /tmp/rpage-link.XXXXXXXX) || return 1
 	vm_boot "$kver" "$dir/a" "$job" --smp 1 --mem 1536 \
 		--node a --ip 192.0.2.1 --peer-node b --peer-ip 192.0.2.2 \
 		--mac 52:54:00:12:34:0a --sync "$dir/sync" \
-		--udp "$port:$((port + 1))" "$@" &
+		--listen "$link" "$@" &
 	pid_a=$!
+	# B's QEMU connects at start: A's must listen by then.
+	for _ in $(seq 100); do
+		[ -S "$link" ] && break
+		sleep 0.1
+	done
 	vm_boot "$kver" "$dir/b" "$job" --smp 1 --mem 1536 \
 		--node b --ip 192.0.2.2 --peer-node a --peer-ip 192.0.2.1 \
 		--mac 52:54:00:12:34:0b --sync "$dir/sync" \
-		--udp "$((port + 1)):$port" "$@" &
+		--connect "$link" "$@" &
 	pid_b=$!
 	wait "$pid_a"
 	wait "$pid_b"
+	rm -f "$link"
 }
 
 # vm_prepare_one NAME: for the commands that use one kernel (demo,
