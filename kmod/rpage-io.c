@@ -262,20 +262,24 @@ void rpage_io_build_send(struct rpage_io_req *req, struct ib_sge *sge,
 /*
  * Builds the work requests that move @nr mapped pages (@sges) to or from
  * @rpool, page i at @offset plus @index[i] pages (plus i pages without
- * @index). A page joins the work request before it when it follows that
- * request's last page in the same region of the pool and the request has
- * room; so a run of adjacent pages costs one READ or WRITE, not one per
- * page. Returns how many of @ops (room for @nr) it filled.
+ * @index), after the @n requests already in @ops. A page joins the work
+ * request before it (the last of those @n, too) when it follows that
+ * request's last page in the same region of the pool, its gather entry
+ * follows that request's last one, and the request has room; so a run
+ * of adjacent pages costs one READ or WRITE, not one per page. The
+ * requests it starts count their first page from @first_page. Returns
+ * how many of @ops are filled now.
  */
-unsigned int rpage_io_build(struct rpage_io_req *req,
-			    const struct rpage_rpool *rpool, u64 offset,
-			    const unsigned long *index, struct ib_sge *sges,
-			    unsigned int nr, struct rpage_io_op *ops)
+static unsigned int
+rpage_io_build_more(struct rpage_io_req *req, const struct rpage_rpool *rpool,
+		    u64 offset, const unsigned long *index, struct ib_sge *sges,
+		    unsigned int nr, struct rpage_io_op *ops, unsigned int n,
+		    unsigned int first_page)
 {
 	unsigned int max_sge = req->write ? req->conn->max_write_sge :
 					    req->conn->max_read_sge;
-	struct rpage_io_op *op = NULL;
-	unsigned int i, n = 0;
+	struct rpage_io_op *op = n ? &ops[n - 1] : NULL;
+	unsigned int i;
 	u64 remote_addr;
 	u32 rkey;
 
@@ -284,6 +288,7 @@ unsigned int rpage_io_build(struct rpage_io_req *req,
 						    PAGE_SHIFT),
 				   &remote_addr, &rkey);
 		if (op && op->wr.wr.num_sge < max_sge &&
+		    op->wr.wr.sg_list + op->wr.wr.num_sge == &sges[i] &&
 		    op->wr.rkey == rkey && remote_addr == op->wr.remote_addr +
 		    ((u64)op->wr.wr.num_sge << PAGE_SHIFT)) {
 			op->wr.wr.num_sge++;
@@ -292,11 +297,24 @@ unsigned int rpage_io_build(struct rpage_io_req *req,
 		op = &ops[n++];
 		rpage_io_op_init(op, req, req->write ? IB_WR_RDMA_WRITE :
 				 IB_WR_RDMA_READ, &sges[i]);
-		op->first = i;
+		op->first = first_page + i;
 		op->wr.remote_addr = remote_addr;
 		op->wr.rkey = rkey;
 	}
 	return n;
+}
+
+/*
+ * Builds the work requests of @nr pages into @ops, which has room for
+ * @nr: see rpage_io_build_more(). Returns how many it filled.
+ */
+unsigned int rpage_io_build(struct rpage_io_req *req,
+			    const struct rpage_rpool *rpool, u64 offset,
+			    const unsigned long *index, struct ib_sge *sges,
+			    unsigned int nr, struct rpage_io_op *ops)
+{
+	return rpage_io_build_more(req, rpool, offset, index, sges, nr, ops,
+				   0, 0);
 }
 
 /*
@@ -359,23 +377,21 @@ static int rpage_io_pin(const struct rpage_iovec *iov, bool write,
 
 /*
  * Builds the work requests of @nr_iov ranges, held in @rpools, whose
- * mapped pages follow each other in @sges. Returns how many of @ops it
- * filled.
+ * mapped pages follow each other in @sges; adjacent pages share a
+ * request across ranges too. Returns how many of @ops it filled.
  */
 static unsigned int
 rpage_io_build_ranges(struct rpage_io_req *req, struct rpage_rpool **rpools,
 		      const struct rpage_iovec *iovs, unsigned int nr_iov,
 		      struct ib_sge *sges, struct rpage_io_op *ops)
 {
-	unsigned int i, k, built, n = 0, first = 0;
+	unsigned int i, n = 0, first = 0;
 
 	for (i = 0; i < nr_iov; i++) {
-		built = rpage_io_build(req, rpools[i], iovs[i].offset, NULL,
-				       sges + first, iovs[i].length >> PAGE_SHIFT,
-				       ops + n);
-		for (k = n; k < n + built; k++)
-			ops[k].first += first;
-		n += built;
+		n = rpage_io_build_more(req, rpools[i], iovs[i].offset, NULL,
+					sges + first,
+					iovs[i].length >> PAGE_SHIFT, ops, n,
+					first);
 		first += iovs[i].length >> PAGE_SHIFT;
 	}
 	return n;

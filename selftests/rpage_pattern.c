@@ -6,13 +6,17 @@
  *   rpage_pattern export ID SIZE [--writable] --ready PATH --until PATH
  *                 [--expect SEED OFFSET LENGTH]
  *   rpage_pattern read PEER ID OFFSET LENGTH [--seed S] [--batch PAGES]
+ *                 [--stride PAGES]
  *   rpage_pattern write PEER ID OFFSET LENGTH --seed S [--batch PAGES]
+ *                 [--stride PAGES]
  *   rpage_pattern fill PEER ID LENGTH [--batch PAGES]
  *   rpage_pattern check-file ID PATH [--seed S] [--offset OFFSET]
  *
  * SIZE, OFFSET and LENGTH are bytes, multiples of the page size, with an
  * optional K, M or G suffix; ID and SEED are decimal or 0x-hexadecimal.
- * ID is always the pool's id on the host that has it. Exit status 0 on
+ * ID is always the pool's id on the host that has it. With --stride N,
+ * read and write move LENGTH bytes of every Nth page from OFFSET on.
+ * Exit status 0 on
  * success with one line of result on standard output; 1 on failure,
  * with one line on standard error.
  *
@@ -31,7 +35,8 @@ static int usage(void)
 {
 	fail("usage: rpage_pattern { export ID SIZE [--writable] --ready PATH --until PATH "
 	     "[--expect SEED OFFSET LENGTH] | read PEER ID OFFSET LENGTH [--seed S] "
-	     "[--batch PAGES] | write PEER ID OFFSET LENGTH --seed S [--batch PAGES] | "
+	     "[--batch PAGES] [--stride PAGES] | write PEER ID OFFSET LENGTH --seed S "
+	     "[--batch PAGES] [--stride PAGES] | "
 	     "fill PEER ID LENGTH [--batch PAGES] | "
 	     "check-file ID PATH [--seed S] [--offset OFFSET] }");
 	return 1;
@@ -144,12 +149,13 @@ static int cmd_export(int argc, char **argv)
 }
 
 /*
- * Reads or writes [@offset, @offset + @length) of pool @pool_id on peer
- * @peer_name, @batch pages per call with one iovec per page.
+ * Reads or writes @length bytes of pool @pool_id on peer @peer_name,
+ * every @stride-th page from @offset on, @batch pages per call with one
+ * iovec per page.
  */
 static int transfer(bool is_write, const char *peer_name, uint64_t pool_id,
 		    uint64_t offset, uint64_t length, uint64_t seed,
-		    uint64_t batch)
+		    uint64_t batch, uint64_t stride)
 {
 	const char *what = is_write ? "write" : "read";
 	struct rpage_iovec *iov;
@@ -179,7 +185,7 @@ static int transfer(bool is_write, const char *peer_name, uint64_t pool_id,
 			iov[i] = (struct rpage_iovec) {
 				.peer_id = peer_id,
 				.pool_id = pool_id,
-				.offset = offset + done + i * page,
+				.offset = offset + (done + i * page) * stride,
 				.length = page,
 				.addr = (uintptr_t)buf + i * page,
 			};
@@ -188,7 +194,9 @@ static int transfer(bool is_write, const char *peer_name, uint64_t pool_id,
 		io.iov = (uintptr_t)iov;
 		io.nr_iov = (__u32)pages;
 		if (is_write) {
-			rpage_pattern_fill(buf, n, pool_id, offset + done, seed);
+			for (uint64_t i = 0; i < pages; i++)
+				rpage_pattern_fill((char *)buf + i * page, page,
+						   pool_id, iov[i].offset, seed);
 			ret = rpage_write(fd, &io);
 		} else {
 			memset(buf, 0xa5, n);
@@ -200,10 +208,12 @@ static int transfer(bool is_write, const char *peer_name, uint64_t pool_id,
 			     offset + done, n, pages, error_text(-ret));
 			return 1;
 		}
-		if (!is_write) {
-			at = rpage_pattern_check(buf, n, pool_id, offset + done, seed);
+		for (uint64_t i = 0; !is_write && i < pages; i++) {
+			const char *p = (const char *)buf + i * page;
+
+			at = rpage_pattern_check(p, page, pool_id, iov[i].offset, seed);
 			if (at != UINT64_MAX)
-				return report_mismatch(what, buf, offset + done, at,
+				return report_mismatch(what, p, iov[i].offset, at,
 						       pool_id, seed);
 		}
 		done += n;
@@ -217,15 +227,15 @@ static int transfer(bool is_write, const char *peer_name, uint64_t pool_id,
 }
 
 /*
- * read PEER ID OFFSET LENGTH [--seed S] [--batch PAGES]
- * write PEER ID OFFSET LENGTH --seed S [--batch PAGES]
+ * read PEER ID OFFSET LENGTH [--seed S] [--batch PAGES] [--stride PAGES]
+ * write PEER ID OFFSET LENGTH --seed S [--batch PAGES] [--stride PAGES]
  * fill PEER ID LENGTH [--batch PAGES]
  */
 static int cmd_transfer(const char *cmd, int argc, char **argv)
 {
 	bool is_fill = !strcmp(cmd, "fill"), is_write = is_fill || !strcmp(cmd, "write");
 	int want = is_fill ? 3 : 4, npos = 0;
-	uint64_t id, offset = 0, length, seed = 0, batch = DEFAULT_BATCH;
+	uint64_t id, offset = 0, length, seed = 0, batch = DEFAULT_BATCH, stride = 1;
 	bool have_seed = false;
 	const char *pos[4];
 
@@ -236,6 +246,9 @@ static int cmd_transfer(const char *cmd, int argc, char **argv)
 			have_seed = true;
 		} else if (!strcmp(argv[i], "--batch") && i + 1 < argc) {
 			if (!get_number("batch", argv[++i], &batch))
+				return 1;
+		} else if (!strcmp(argv[i], "--stride") && i + 1 < argc && !is_fill) {
+			if (!get_number("stride", argv[++i], &stride))
 				return 1;
 		} else if (argv[i][0] != '-' && npos < want) {
 			pos[npos++] = argv[i];
@@ -251,7 +264,11 @@ static int cmd_transfer(const char *cmd, int argc, char **argv)
 		return 1;
 	if (!get_bytes("length", pos[want - 1], false, &length))
 		return 1;
-	if (offset + length < offset) {
+	if (!stride || stride > UINT32_MAX) {
+		fail("stride must be 1 to %u pages", UINT32_MAX);
+		return 1;
+	}
+	if (length > (UINT64_MAX - offset) / stride) {
 		fail("offset plus length is too large");
 		return 1;
 	}
@@ -260,7 +277,7 @@ static int cmd_transfer(const char *cmd, int argc, char **argv)
 		     RPAGE_IO_MAX_IOV, (unsigned long long)RPAGE_IO_MAX_BYTES);
 		return 1;
 	}
-	return transfer(is_write, pos[0], id, offset, length, seed, batch);
+	return transfer(is_write, pos[0], id, offset, length, seed, batch, stride);
 }
 
 /*

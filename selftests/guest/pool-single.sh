@@ -202,22 +202,40 @@ test_adjacent_pages_share_a_read() {
 }
 
 # The ranges of one call to one peer are in flight together: 64 ranges
-# of one page each (pool 2 holds seed 7 there) go out with one doorbell,
-# as far as the send queue (64) has room, not one range after another.
+# of one page each, no two adjacent (every other page of 512 KiB), go
+# out as 64 READs with one doorbell, as far as the send queue (64) has
+# room, not one range after another.
 test_ranges_of_a_call_in_flight_together() {
+	"$PATTERN" write self 2 0 512K --seed 7 || return
 	trace_setup || return
 	echo 1 > "$TRACEFS/events/rpage/rpage_io_post/enable" || return
+	echo 1 > "$TRACEFS/events/rpage/rpage_io_done/enable" || return
+	"$PATTERN" read self 2 0 256K --seed 7 --batch 64 --stride 2
+	local rc=$?
+	echo 0 > "$TRACEFS/events/rpage/enable"
+	expect_eq "$rc" 0 "read of 64 scattered one-page ranges" || return
+	grep -m 2 rpage_io_post "$TRACEFS/trace"
+	expect_eq "$(grep -c ' rpage_io_done: .* READ pages=1 status=0 ' "$TRACEFS/trace")" 64 \
+		"READs of one page" || return
+	[ "$(trace_count rpage_io_post)" -le 2 ] ||
+		fail "$(trace_count rpage_io_post) posts for 64 ranges: want 1 or 2"
+}
+
+# Adjacent pages share a READ across the ranges of a call as well: 64
+# ranges of one page each, one after the other in the pool, are four
+# READs of 16 pages.
+test_adjacent_ranges_share_a_read() {
+	"$PATTERN" write self 2 0 256K --seed 7 || return
+	trace_setup || return
 	echo 1 > "$TRACEFS/events/rpage/rpage_io_done/enable" || return
 	"$PATTERN" read self 2 0 256K --seed 7 --batch 64
 	local rc=$?
 	echo 0 > "$TRACEFS/events/rpage/enable"
-	expect_eq "$rc" 0 "read of 64 one-page ranges" || return
-	grep -m 2 rpage_io_post "$TRACEFS/trace"
-	expect_eq "$(grep ' rpage_io_done: .* READ .* status=0 ' "$TRACEFS/trace" |
-		     sed 's/.* pages=\([0-9]*\) .*/\1/' | awk '{ n += $1 } END { print n }')" 64 \
-		"pages READ" || return
-	[ "$(trace_count rpage_io_post)" -le 2 ] ||
-		fail "$(trace_count rpage_io_post) posts for 64 ranges: want 1 or 2"
+	expect_eq "$rc" 0 "read of 64 adjacent one-page ranges" || return
+	grep -m 2 rpage_io_done "$TRACEFS/trace"
+	expect_eq "$(grep -c ' rpage_io_done: .* READ pages=16 status=0 ' "$TRACEFS/trace")" 4 \
+		"READs of 16 pages" || return
+	expect_eq "$(trace_count rpage_io_done)" 4 "io_done events"
 }
 
 test_unload_with_pools() {
@@ -245,6 +263,7 @@ tap_begin fault-single
 run_test tracepoints_see_the_fault_path test_tracepoints_see_faults
 run_test adjacent_pages_share_one_read test_adjacent_pages_share_a_read
 run_test ranges_of_a_call_in_flight_together test_ranges_of_a_call_in_flight_together
+run_test adjacent_ranges_share_a_read test_adjacent_ranges_share_a_read
 tap_end
 
 tap_begin pool-teardown
