@@ -166,15 +166,37 @@ trace_setup() {
 	echo > "$TRACEFS/trace"
 }
 
+# traced EVENTS COMMAND...: runs COMMAND while the rpage tracepoints
+# EVENTS (comma-separated names, or "all") record into an empty buffer;
+# returns COMMAND's status.
+traced() {
+	local events=$1 event rc
+	shift
+	trace_setup || return
+	if [ "$events" = all ]; then
+		echo 1 > "$TRACEFS/events/rpage/enable" || return
+	else
+		for event in ${events//,/ }; do
+			echo 1 > "$TRACEFS/events/rpage/$event/enable" || return
+		done
+	fi
+	"$@"
+	rc=$?
+	echo 0 > "$TRACEFS/events/rpage/enable"
+	return "$rc"
+}
+
+# The successful READs of PAGES pages each in the trace.
+reads_of() {
+	grep -c " rpage_io_done: .* READ pages=$1 status=0 " "$TRACEFS/trace"
+}
+
 # perf and bpftrace see the fault path through these tracepoints.
 test_tracepoints_see_faults() {
 	"$PATTERN" write self 2 0 256K --seed 7 || return
-	trace_setup || return
-	echo 1 > "$TRACEFS/events/rpage/enable" || return
-	"$FAULT" touch self 2 256K --threads 1 --order seq --seed 7 --expect-faults 64
-	local rc=$?
-	echo 0 > "$TRACEFS/events/rpage/enable"
-	expect_eq "$rc" 0 "touch" || return
+	traced all "$FAULT" touch self 2 256K --threads 1 --order seq --seed 7 \
+		--expect-faults 64
+	expect_eq "$?" 0 "touch" || return
 	grep -m 4 rpage_ "$TRACEFS/trace"
 	expect_eq "$(trace_count rpage_fault_begin)" 64 "fault_begin events" || return
 	expect_eq "$(grep -c " rpage_fault_end: .* fetched " "$TRACEFS/trace")" 64 "fault_end fetched events" || return
@@ -188,16 +210,11 @@ test_tracepoints_see_faults() {
 # and carries the pattern (pool 2 holds seed 7 there by now).
 test_adjacent_pages_share_a_read() {
 	"$PATTERN" write self 2 1920K 256K --seed 7 || return
-	trace_setup || return
-	echo 1 > "$TRACEFS/events/rpage/rpage_io_done/enable" || return
-	"$RPAGECTL" read self 2 1920K 256K file /tmp/adjacent
-	local rc=$?
-	echo 0 > "$TRACEFS/events/rpage/enable"
-	expect_eq "$rc" 0 "rpagectl read across a region boundary" || return
+	traced rpage_io_done "$RPAGECTL" read self 2 1920K 256K file /tmp/adjacent
+	expect_eq "$?" 0 "rpagectl read across a region boundary" || return
 	"$PATTERN" check-file 2 /tmp/adjacent --seed 7 --offset 1920K || return
 	grep -m 2 rpage_io_done "$TRACEFS/trace"
-	expect_eq "$(grep -c ' rpage_io_done: .* READ pages=16 status=0 ' "$TRACEFS/trace")" 4 \
-		"READs of 16 pages" || return
+	expect_eq "$(reads_of 16)" 4 "READs of 16 pages" || return
 	expect_eq "$(trace_count rpage_io_done)" 4 "io_done events"
 }
 
@@ -207,16 +224,11 @@ test_adjacent_pages_share_a_read() {
 # room, not one range after another.
 test_ranges_of_a_call_in_flight_together() {
 	"$PATTERN" write self 2 0 512K --seed 7 || return
-	trace_setup || return
-	echo 1 > "$TRACEFS/events/rpage/rpage_io_post/enable" || return
-	echo 1 > "$TRACEFS/events/rpage/rpage_io_done/enable" || return
-	"$PATTERN" read self 2 0 256K --seed 7 --batch 64 --stride 2
-	local rc=$?
-	echo 0 > "$TRACEFS/events/rpage/enable"
-	expect_eq "$rc" 0 "read of 64 scattered one-page ranges" || return
+	traced rpage_io_post,rpage_io_done \
+		"$PATTERN" read self 2 0 256K --seed 7 --batch 64 --stride 2
+	expect_eq "$?" 0 "read of 64 scattered one-page ranges" || return
 	grep -m 2 rpage_io_post "$TRACEFS/trace"
-	expect_eq "$(grep -c ' rpage_io_done: .* READ pages=1 status=0 ' "$TRACEFS/trace")" 64 \
-		"READs of one page" || return
+	expect_eq "$(reads_of 1)" 64 "READs of one page" || return
 	[ "$(trace_count rpage_io_post)" -le 2 ] ||
 		fail "$(trace_count rpage_io_post) posts for 64 ranges: want 1 or 2"
 }
@@ -226,15 +238,10 @@ test_ranges_of_a_call_in_flight_together() {
 # READs of 16 pages.
 test_adjacent_ranges_share_a_read() {
 	"$PATTERN" write self 2 0 256K --seed 7 || return
-	trace_setup || return
-	echo 1 > "$TRACEFS/events/rpage/rpage_io_done/enable" || return
-	"$PATTERN" read self 2 0 256K --seed 7 --batch 64
-	local rc=$?
-	echo 0 > "$TRACEFS/events/rpage/enable"
-	expect_eq "$rc" 0 "read of 64 adjacent one-page ranges" || return
+	traced rpage_io_done "$PATTERN" read self 2 0 256K --seed 7 --batch 64
+	expect_eq "$?" 0 "read of 64 adjacent one-page ranges" || return
 	grep -m 2 rpage_io_done "$TRACEFS/trace"
-	expect_eq "$(grep -c ' rpage_io_done: .* READ pages=16 status=0 ' "$TRACEFS/trace")" 4 \
-		"READs of 16 pages" || return
+	expect_eq "$(reads_of 16)" 4 "READs of 16 pages" || return
 	expect_eq "$(trace_count rpage_io_done)" 4 "io_done events"
 }
 
