@@ -55,9 +55,11 @@ collect_tap() {
 	done
 }
 
-# Judges a finished guest: its job, its TAP, its kernel log.
+# Judges a finished guest: its job, its TAP, its kernel log. Returns 0
+# if all is well, 1 if a test failed, 2 if the guest itself failed (the
+# end of its console shown then).
 judge_guest() {
-	local label=$1 run=$2
+	local label=$1 run=$2 failed_before=$failed
 	collect_tap "$label" "$run"
 	if vm_judge "$run"; then
 		report OK "[$label] guest finished with a clean kernel log"
@@ -67,8 +69,29 @@ judge_guest() {
 		report FAIL "[$label] guest finished with a clean kernel log" \
 			"${problems[@]}" "console: $run/console.log"
 		[ -s "$run/bad-lines" ] && sed 's/^/#     /' "$run/bad-lines" | head -n 20
-		tail -n 30 "$run/console.log" 2>/dev/null | sed 's/^/#     console: /'
+		vm_console_tail "$run" "#     console: "
+		return 2
 	fi
+	[ "$failed" -eq "$failed_before" ] || return 1
+}
+
+# Judges host A and host B of a pair. One guest's failure often starts
+# on the other (a peer that fell silent or crashed, a barrier it never
+# reached): if either failed, the end of each console not shown yet is.
+judge_pair() {
+	local label=$1 pair=$2 node rc_a rc_b rc
+	judge_guest "$label host-a" "$pair/a"
+	rc_a=$?
+	judge_guest "$label host-b" "$pair/b"
+	rc_b=$?
+	[ "$rc_a" -eq 0 ] && [ "$rc_b" -eq 0 ] && return 0
+	for node in a b; do
+		[ "$node" = a ] && rc=$rc_a || rc=$rc_b
+		[ "$rc" -eq 2 ] && continue
+		echo "# [$label host-$node] its console, as the pair failed: $pair/$node/console.log"
+		vm_console_tail "$pair/$node" "#     console: "
+	done
+	return 1
 }
 
 # --- dependencies and host-side builds --------------------------------
@@ -134,8 +157,7 @@ for kver in "${kernels[@]}"; do
 	t0=$(date +%s)
 	vm_boot_pair "$kver" "$pair" selftests/guest/pair.sh
 	echo "# [$kver pair] guests ran $(( $(date +%s) - t0 ))s"
-	judge_guest "$kver host-a" "$pair/a"
-	judge_guest "$kver host-b" "$pair/b"
+	judge_pair "$kver" "$pair"
 done
 
 echo "# total time $(( $(date +%s) - start ))s"

@@ -98,15 +98,64 @@ rpage_devices() {
 	"$RPAGECTL" -j device show | jq -r '.[].name'
 }
 
+# The directory the two guests of a pair share (the host's DIR/sync):
+# NODE.NAME once NODE has reached barrier NAME, NODE.exited (its job's
+# exit status) once NODE's job is over, written by selftests/vm/guest-init,
+# and NODE.gone once NODE's QEMU has exited, written by the host.
+RPAGE_SYNC=${RPAGE_SYNC:-/run/rpage-sync}
+
+# peer_end: prints why the other guest of the pair will never reach
+# another barrier (its job exited, with its status, or its guest is
+# gone); false, printing nothing, while it still may.
+peer_end() {
+	local dir=$RPAGE_SYNC peer=$RPAGE_PEER_NODE rc
+	if [ -e "$dir/$peer.exited" ]; then
+		rc=$(cat "$dir/$peer.exited" 2>/dev/null)
+		echo "$peer's job exited ${rc:-(status unknown)}"
+	elif [ -e "$dir/$peer.gone" ]; then
+		echo "$peer's guest is gone"
+	else
+		return 1
+	fi
+}
+
+# peer_gone: true once the other guest's job has exited or its guest is
+# gone, for a test that goes on alone after its peer has stopped.
+peer_gone() {
+	peer_end > /dev/null
+}
+
+# The last barrier the other guest reached, or "none".
+peer_last_barrier() {
+	local last
+	last=$(ls -t "$RPAGE_SYNC" 2>/dev/null |
+		sed -n "s/^$RPAGE_PEER_NODE\.//p" | grep -vx -e exited -e gone | head -n 1)
+	echo "${last:-none}"
+}
+
 # barrier NAME: wait until the other guest of the pair reaches NAME too.
+# Fails at once if the other guest's job is over, or its guest gone,
+# without having reached NAME (it never will), and after BARRIER_TIMEOUT
+# polls of 0.2 s (1500) if it is alive but stuck.
 barrier() {
-	local name=$1 dir=/run/rpage-sync waited=0
+	local name=$1 dir=$RPAGE_SYNC peer=$RPAGE_PEER_NODE waited=0 why
+	case "$name" in
+	exited|gone) echo "barrier $name: a reserved name"; return 1 ;;
+	esac
 	touch "$dir/$RPAGE_NODE.$name"
-	while [ ! -e "$dir/$RPAGE_PEER_NODE.$name" ]; do
+	while [ ! -e "$dir/$peer.$name" ]; do
+		# The peer marks NAME before its job can end: look again once
+		# it has, lest it passed NAME just before.
+		if why=$(peer_end) && [ ! -e "$dir/$peer.$name" ]; then
+			echo "barrier $name: $peer will never come: $why" \
+				"(its last barrier: $(peer_last_barrier))"
+			return 1
+		fi
 		sleep 0.2
 		waited=$((waited + 1))
 		if [ "$waited" -ge "${BARRIER_TIMEOUT:-1500}" ]; then
-			echo "barrier $name: $RPAGE_PEER_NODE never came"
+			echo "barrier $name: $peer never came" \
+				"(its last barrier: $(peer_last_barrier))"
 			return 1
 		fi
 	done

@@ -22,18 +22,19 @@ pair=$VM_DIR/bench
 vm_boot_pair "$kver" "$pair" selftests/guest/bench.sh
 echo "bench: guests ran $(( $(date +%s) - start ))s"
 
-status=0
+failed=()
 for node in a b; do
 	if ! vm_judge "$pair/$node" || [ "$(cat "$pair/$node/out/job.rc" 2>/dev/null)" != 0 ] ||
 	   grep -q "^not ok" "$pair/$node"/out/tap/*.tap 2>/dev/null; then
-		echo "bench: host ${node^^} failed:" >&2
-		sed 's/^/  /' "$pair/$node/out/job.log" >&2 2>/dev/null | tail -n 40
-		sed 's/^/  /' "$pair/$node/problems" >&2 2>/dev/null
-		echo "  console: $pair/$node/console.log" >&2
-		status=1
+		echo "bench: host ${node^^}'s job, last 40 lines:" >&2
+		tail -n 40 "$pair/$node/out/job.log" 2>/dev/null | sed 's/^/  /' >&2
+		failed+=("$node")
 	fi
 done
-[ "$status" -eq 0 ] || exit 1
+if [ ${#failed[@]} -gt 0 ]; then
+	vm_show_pair bench "$pair" "${failed[@]}"
+	exit 1
+fi
 
 results=$RPAGE_BUILD/bench/$kver
 rm -rf "$results"

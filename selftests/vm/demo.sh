@@ -18,18 +18,19 @@ echo "demo: booting host A and host B ($(vm_accel "$kver"))"
 pair=$VM_DIR/demo
 vm_boot_pair "$kver" "$pair" selftests/guest/demo.sh
 
-status=0
+failed=()
 for node in a b; do
 	run=$pair/$node
 	echo
 	echo "=== host ${node^^} ==="
 	sed 's/^/  /' "$run/out/job.log" 2>/dev/null
 	if ! vm_judge "$run" || [ "$(cat "$run/out/job.rc" 2>/dev/null)" != 0 ]; then
-		echo "demo: host ${node^^} failed:" >&2
-		sed 's/^/  /' "$run/problems" >&2 2>/dev/null
-		echo "  console: $run/console.log" >&2
-		status=1
+		failed+=("$node")
 	fi
 done
-[ "$status" -eq 0 ] && echo && echo "demo: both hosts ran cleanly"
-exit "$status"
+if [ ${#failed[@]} -gt 0 ]; then
+	vm_show_pair demo "$pair" "${failed[@]}"
+	exit 1
+fi
+echo
+echo "demo: both hosts ran cleanly"

@@ -243,6 +243,20 @@ vm_judge() {
 	[ ! -s "$run/problems" ]
 }
 
+# vm_boot_marked NODE SYNC VM_BOOT_ARGS...: vm_boot, then SYNC/NODE.gone
+# (holding vm_boot's status) as soon as the guest's QEMU has exited,
+# whatever ended it: the other guest of the pair then stops waiting for
+# this one at a barrier, even if it crashed before its job could say it
+# was over (NODE.exited, selftests/vm/guest-init).
+vm_boot_marked() {
+	local node=$1 sync=$2 rc
+	shift 2
+	vm_boot "$@"
+	rc=$?
+	echo "$rc" > "$sync/$node.gone"
+	return "$rc"
+}
+
 # vm_boot_pair KVER DIR JOB [VM_BOOT_OPTIONS...]: boots host A
 # (DIR/a, 192.0.2.1) and host B (DIR/b, 192.0.2.2), joined by a link
 # that A's QEMU listens for on a Unix socket, both running JOB, with
@@ -261,7 +275,7 @@ vm_boot_pair() {
 	# In /tmp: a socket's path must fit in 108 bytes, wherever the
 	# checkout is.
 	link=$(mktemp -u /tmp/rpage-link.XXXXXXXX) || return 1
-	vm_boot "$kver" "$dir/a" "$job" --smp 1 --mem 1536 \
+	vm_boot_marked a "$dir/sync" "$kver" "$dir/a" "$job" --smp 1 --mem 1536 \
 		--node a --ip 192.0.2.1 --peer-node b --peer-ip 192.0.2.2 \
 		--mac 52:54:00:12:34:0a --sync "$dir/sync" \
 		--listen "$link" "$@" &
@@ -271,7 +285,7 @@ vm_boot_pair() {
 		[ -S "$link" ] && break
 		sleep 0.1
 	done
-	vm_boot "$kver" "$dir/b" "$job" --smp 1 --mem 1536 \
+	vm_boot_marked b "$dir/sync" "$kver" "$dir/b" "$job" --smp 1 --mem 1536 \
 		--node b --ip 192.0.2.2 --peer-node a --peer-ip 192.0.2.1 \
 		--mac 52:54:00:12:34:0b --sync "$dir/sync" \
 		--connect "$link" "$@" &
@@ -279,6 +293,38 @@ vm_boot_pair() {
 	wait "$pid_a"
 	wait "$pid_b"
 	rm -f "$link"
+}
+
+# How much of a guest's console a failure shows.
+VM_CONSOLE_TAIL=40
+
+# vm_console_tail RUNDIR PREFIX: the end of the guest's console, each
+# line after PREFIX.
+vm_console_tail() {
+	tail -n "$VM_CONSOLE_TAIL" "$1/console.log" 2>/dev/null | tr -d '\r' |
+		awk -v prefix="$2" '{ print prefix $0 }'
+}
+
+# vm_show_pair NAME DIR FAILED_NODE...: after a run of the pair in DIR
+# failed, on standard error, for both hosts: the problems of each failed
+# one and the end of each console. One host's failure often starts on
+# the other (a peer fell silent, its guest crashed, a barrier it never
+# reached), so the host that did not fail is shown too.
+vm_show_pair() {
+	local name=$1 dir=$2 node run
+	shift 2
+	for node in a b; do
+		run=$dir/$node
+		echo
+		if [[ " $* " == *" $node "* ]]; then
+			echo "$name: host ${node^^} failed:"
+			sed 's/^/  /' "$run/problems" 2>/dev/null
+		else
+			echo "$name: host ${node^^} did not fail; its peer did"
+		fi
+		echo "  last $VM_CONSOLE_TAIL lines of $run/console.log:"
+		vm_console_tail "$run" "  | "
+	done >&2
 }
 
 # vm_prepare_one NAME: for the commands that use one kernel (demo,
