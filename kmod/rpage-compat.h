@@ -20,4 +20,18 @@ static inline void rpage_vm_flags_set(struct vm_area_struct *vma,
 #endif
 }
 
+/*
+ * Drops what a fault handler holds of the process's memory map before a
+ * long wait (FAULT_FLAG_ALLOW_RETRY): 6.5 added per-VMA locks and the
+ * helper that drops whichever lock the fault came in with.
+ */
+static inline void rpage_release_fault_lock(struct vm_fault *vmf)
+{
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 5, 0)
+	release_fault_lock(vmf);
+#else
+	mmap_read_unlock(vmf->vma->vm_mm);
+#endif
+}
+
 #endif /* RPAGE_COMPAT_H */

@@ -78,8 +78,8 @@ static int rpage_endpoint_connect_request(struct rpage_listener *ep,
 	struct sockaddr *from = (struct sockaddr *)&cm_id->route.addr.dst_addr;
 	struct rdma_conn_param param = {};
 	struct rpage_hello hello, reply;
+	struct rpage_in_conn *in;
 	struct rpage_peer *peer;
-	struct rpage_conn *conn;
 	u32 reason;
 	int ret;
 
@@ -108,34 +108,23 @@ static int rpage_endpoint_connect_request(struct rpage_listener *ep,
 		return rpage_endpoint_reject(cm_id, RPAGE_REJECT_UNKNOWN_PEER);
 	}
 
-	conn = kzalloc(sizeof(*conn), GFP_KERNEL);
-	if (!conn)
+	in = kzalloc(sizeof(*in), GFP_KERNEL);
+	if (!in)
 		goto err_peer;
-	conn->kind = RPAGE_CM_CONN;
-	conn->peer = peer;
-	conn->inbound = true;
-	conn->index = le16_to_cpu(hello.qp_index);
-	conn->state = RPAGE_CONN_CONNECTING;
-	spin_lock_init(&conn->recv_lock);
-	INIT_LIST_HEAD(&conn->entry);
-	if (rpage_conn_create_qp(conn, cm_id))
+	rpage_conn_init(&in->c, peer, true, le16_to_cpu(hello.qp_index));
+	in->c.state = RPAGE_CONN_CONNECTING;
+	INIT_LIST_HEAD(&in->entry);
+	if (rpage_conn_create_qp(&in->c, cm_id))
 		goto err_conn;
-	conn->cm_id = cm_id;
-	/* The reader acknowledges withdrawn pools on its first queue pair. */
-	if (conn->index == 0 && rpage_conn_setup_recvs(conn)) {
-		rdma_destroy_qp(cm_id);
-		rpage_conn_free_recvs(conn);
-		ib_free_cq(conn->cq);
-		rpage_ibdev_unuse(conn->dev);
-		goto err_conn;
-	}
-	cm_id->context = conn;
+	in->c.cm_id = cm_id;
+	/* Control messages come and go on the reader's first queue pair. */
+	if (in->c.index == 0 && rpage_conn_setup_recvs(&in->c))
+		goto err_qp;
+	/* Taken by the queue pair when the accept moves it to RTS. */
+	if (rpage_ack_timeout)
+		rdma_set_ack_timeout(cm_id, rpage_ack_timeout);
 
-	mutex_lock(&peer->inbound_lock);
-	list_add_tail(&conn->entry, &peer->inbound);
-	mutex_unlock(&peer->inbound_lock);
-
-	rpage_hello_init(&reply, conn->index, le16_to_cpu(hello.nr_qps));
+	rpage_hello_init(&reply, in->c.index, le16_to_cpu(hello.nr_qps));
 	param.private_data = &reply;
 	param.private_data_len = sizeof(reply);
 	/*
@@ -150,44 +139,54 @@ static int rpage_endpoint_connect_request(struct rpage_listener *ep,
 	param.initiator_depth = min_t(int, ev->param.conn.initiator_depth,
 				      cm_id->device->attrs.max_qp_init_rd_atom);
 	ret = rdma_accept(cm_id, &param);
+	/*
+	 * Listed only once accepted: from then on others may tear it down,
+	 * which waits for this callback to return. A peer being deleted
+	 * takes no new connection.
+	 */
+	if (!ret)
+		ret = rpage_peer_inbound_add(peer, in);
 	if (ret) {
-		mutex_lock(&peer->inbound_lock);
-		list_del_init(&conn->entry);
-		mutex_unlock(&peer->inbound_lock);
-		/* The id itself goes when we return non-zero. */
-		rdma_destroy_qp(cm_id);
-		rpage_conn_free_recvs(conn);
-		ib_free_cq(conn->cq);
-		rpage_ibdev_unuse(conn->dev);
-		kfree(conn);
+		/* Non-zero: rdma_cm destroys the id, and we the rest. */
+		rpage_conn_abort(&in->c);
+		kfree(in);
 		rpage_peer_put(peer);
 		atomic64_inc(&ep->rejected_other);
 		return ret;
 	}
+	cm_id->context = &in->c;
 	atomic64_inc(&ep->accepted);
 	return 0;
 
+err_qp:
+	rpage_conn_abort(&in->c);
 err_conn:
-	kfree(conn);
+	kfree(in);
 err_peer:
 	rpage_peer_put(peer);
 	atomic64_inc(&ep->rejected_other);
 	return rpage_endpoint_reject(cm_id, RPAGE_REJECT_NO_RESOURCES);
 }
 
-static int rpage_inbound_event(struct rpage_conn *conn, struct rdma_cm_event *ev)
+static int rpage_inbound_event(struct rpage_in_conn *in, struct rdma_cm_event *ev)
 {
 	switch (ev->event) {
 	case RDMA_CM_EVENT_ESTABLISHED:
-		rpage_peer_inbound_established(conn);
+		rpage_peer_inbound_established(in);
 		break;
 	case RDMA_CM_EVENT_DISCONNECTED:
 	case RDMA_CM_EVENT_CONNECT_ERROR:
 	case RDMA_CM_EVENT_UNREACHABLE:
 	case RDMA_CM_EVENT_REJECTED:
-	case RDMA_CM_EVENT_DEVICE_REMOVAL:
-		rpage_peer_inbound_closed(conn);
+	case RDMA_CM_EVENT_ADDR_CHANGE:
+	case RDMA_CM_EVENT_DEVICE_REMOVAL: {
+		char why[64];
+
+		snprintf(why, sizeof(why), "%s (status %d)",
+			 rdma_event_msg(ev->event), ev->status);
+		rpage_peer_inbound_closed(in, why);
 		break;
+	}
 	default:
 		break;
 	}
@@ -207,8 +206,12 @@ static int rpage_endpoint_cm_handler(struct rdma_cm_id *cm_id,
 
 	if (ev->event == RDMA_CM_EVENT_CONNECT_REQUEST)
 		return rpage_endpoint_connect_request(cm_id->context, cm_id, ev);
+	if (!kind)
+		return 0;
 	if (*kind == RPAGE_CM_CONN)
-		return rpage_inbound_event(cm_id->context, ev);
+		return rpage_inbound_event(container_of(cm_id->context,
+							struct rpage_in_conn, c),
+					   ev);
 	/*
 	 * The listener's own device went away before the ib_client heard
 	 * of it: the relisten work destroys the id, not this callback.

@@ -4,14 +4,17 @@
  * reads it from the peer inside the page fault; prefetch and read-ahead
  * read pages before they are touched.
  *
- * A fault claims its absent page by making it busy, posts one RDMA READ
- * on the queue pair of its CPU and polls for the completion itself (see
- * rpage_io_run()); other faults on the same page wait for that READ, so
- * a page is read once however many threads touch it. Prefetch claims
- * every absent page of its range before it returns and reads them from
- * a worker, up to a queue depth of READs at a time, one READ for each run
- * of adjacent pages (up to RPAGE_IO_MAX_SGE), publishing the pages as
- * their READ completes.
+ * A fault claims its absent page by making it busy and reads it with
+ * rpage_xfer() on the queue pair of its CPU, polling for the completion
+ * itself; other faults on the same page wait for that READ, so a page is
+ * read once however many threads touch it. A READ that takes long (past
+ * a millisecond of polling, or a peer reconnecting) is waited for without
+ * mmap_lock, when the fault allows (FAULT_FLAG_ALLOW_RETRY): the handler
+ * drops it and answers VM_FAULT_RETRY, and the retried fault finds the
+ * page. A fault that may not wait (FAULT_FLAG_RETRY_NOWAIT) only starts
+ * the READ. Prefetch claims every absent page of its range before it
+ * returns and reads them from a worker, up to a queue depth of READs at
+ * a time, publishing the pages as their READ completes.
  */
 #include "rpage-pri.h"
 #include "rpage-trace.h"
@@ -28,23 +31,10 @@
 #define RPAGE_RA_MAX		64
 #define RPAGE_RA_MAX_STRIDE	64
 
-/* Prefetches without RPAGE_PREFETCH_WAIT, and read-ahead, run here. */
-static struct workqueue_struct *rpage_prefetch_wq;
-
-/**
- * struct rpage_fetch - one page a fault reads itself
- * @req: its run on the queue pair.
- * @op: its READ.
- * @sge: the page, as the device sees it.
- *
- * Allocated, not on the stack: if the device never gives the page back,
- * none of it may be reused.
+/* Prefetches without RPAGE_PREFETCH_WAIT, read-ahead, and reads started
+ * for FAULT_FLAG_RETRY_NOWAIT faults run here.
  */
-struct rpage_fetch {
-	struct rpage_io_req req;
-	struct rpage_io_op op;
-	struct ib_sge sge;
-};
+static struct workqueue_struct *rpage_prefetch_wq;
 
 /**
  * struct rpage_prefetch_run - pages claimed for one prefetch
@@ -52,76 +42,100 @@ struct rpage_fetch {
  * @map: the mapping, referenced.
  * @nr: pages claimed.
  * @depth: READs in flight at once.
+ * @for_fault: it reads the one page of a fault that could not wait:
+ *	neither counted nor marked as prefetched.
+ * @killable: run by the caller's task, which a fatal signal ends.
  * @failed: pages whose READ failed, or that were never read.
- * @req: the READs' run on the queue pair.
  * @index: the claimed pages' indexes in the mapping.
  * @pages: the pages being read, NULL until allocated.
- * @sges: those pages as the device sees them, once mapped.
- * @ops: their READs; adjacent pages share one.
  */
 struct rpage_prefetch_run {
 	struct work_struct work;
 	struct rpage_mapping *map;
 	unsigned long nr;
 	unsigned int depth;
+	bool for_fault;
+	bool killable;
 	atomic_long_t failed;
-	struct rpage_io_req req;
 	unsigned long *index;
 	struct page **pages;
-	struct ib_sge *sges;
-	struct rpage_io_op *ops;
 };
 
-/* Reads page @index of @map into a new page; 0 and *@pagep, or -errno. */
-static int rpage_fetch_page(struct rpage_mapping *map, unsigned long index,
+/**
+ * struct rpage_fault_ctx - one call of the fault handler
+ * @vmf: the fault.
+ * @map: the mapping faulted on.
+ * @unlocked: the handler dropped mmap_lock (and took a reference on
+ *	@map, which the area may no longer hold): it must return
+ *	VM_FAULT_RETRY and touch neither @vmf->vma nor the area again.
+ * @counted: a fault answered VM_FAULT_RETRY was counted already (it read
+ *	or waited for its page): its latency is recorded now, not on retry.
+ */
+struct rpage_fault_ctx {
+	struct vm_fault *vmf;
+	struct rpage_mapping *map;
+	bool unlocked;
+	bool counted;
+};
+
+/*
+ * Whether the fault may drop mmap_lock to wait: the caller allows a
+ * retry (FAULT_FLAG_ALLOW_RETRY), and is not one that wants the lock
+ * kept and no wait at all (FAULT_FLAG_RETRY_NOWAIT).
+ */
+static bool rpage_fault_may_unlock(const struct vm_fault *vmf)
+{
+	return (vmf->flags & FAULT_FLAG_ALLOW_RETRY) &&
+	       !(vmf->flags & FAULT_FLAG_RETRY_NOWAIT);
+}
+
+/*
+ * Drops mmap_lock before a long wait, as filemap_fault() does for I/O,
+ * so that the process's other threads (its mmap()s, its faults, readers
+ * of /proc/PID) and its killer never wait for the network. The fault is
+ * then answered with VM_FAULT_RETRY and the retried fault finds the page.
+ */
+static void rpage_fault_unlock(struct rpage_fault_ctx *fc)
+{
+	if (fc->unlocked || !rpage_fault_may_unlock(fc->vmf))
+		return;
+	kref_get(&fc->map->ref);
+	rpage_release_fault_lock(fc->vmf);
+	fc->unlocked = true;
+}
+
+static void rpage_fault_xfer_slow(struct rpage_xfer *x)
+{
+	rpage_fault_unlock(x->priv);
+}
+
+/*
+ * Reads page @index of @map into a new page for the fault @fc; 0 and
+ * *@pagep, or -errno.
+ */
+static int rpage_fetch_page(struct rpage_fault_ctx *fc, unsigned long index,
 			    struct page **pagep)
 {
-	struct rpage_peer *peer = map->peer;
-	u64 offset = map->pool_offset + ((u64)index << PAGE_SHIFT);
-	struct rpage_rpool *rpool;
-	struct rpage_fetch *f;
+	struct rpage_xfer_range range;
+	struct rpage_xfer x;
 	struct page *page;
 	int ret;
 
-	f = kzalloc(sizeof(*f), GFP_KERNEL);
 	page = alloc_page(GFP_HIGHUSER);
-	if (!f || !page) {
-		ret = -ENOMEM;
-		goto out_free;
-	}
-	ret = rpage_io_begin(peer, &f->req.conn);
-	if (ret)
-		goto out_free;
-	rpool = rpage_rpool_get(peer, map->pool_id, offset, PAGE_SIZE, false);
-	if (IS_ERR(rpool)) {
-		ret = PTR_ERR(rpool);
-		goto out_end;
-	}
-	if (!rpage_io_map_pages(&f->req, &page, 1, &f->sge)) {
-		ret = -ENOMEM;
-		goto out_put;
-	}
-	ret = rpage_io_run(&f->req, &f->op,
-			   rpage_io_build(&f->req, rpool, offset, NULL, &f->sge,
-					  1, &f->op));
-	if (ret == -EDEADLK) {
-		/* The device may still write the page: it stays the device's. */
-		rpage_io_end(peer);
-		rpage_peer_io_failed(peer);
-		return -ETIMEDOUT;
-	}
-	rpage_io_unmap_pages(&f->req, &f->sge, 1);
-out_put:
-	rpage_rpool_put(peer, rpool);
-out_end:
-	rpage_io_end(peer);
-	if (rpage_io_transport_error(ret))
-		rpage_peer_io_failed(peer);
-out_free:
-	kfree(f);
+	if (!page)
+		return -ENOMEM;
+	rpage_map_xfer_init(fc->map, &x, &range, false);
+	range.index = &index;
+	range.nr = 1;
+	x.pages = &page;
+	x.nr_pages = 1;
+	x.killable = true;
+	x.slow = rpage_fault_xfer_slow;
+	x.priv = fc;
+	ret = rpage_xfer(&x);
 	if (ret) {
-		if (page)
-			__free_page(page);
+		/* The transfer keeps its own reference if the device kept it. */
+		put_page(page);
 		return ret;
 	}
 	flush_dcache_page(page);
@@ -143,38 +157,19 @@ static void rpage_page_publish(struct rpage_mapping *map, unsigned long index,
 	rpage_map_wake(map);
 }
 
-/*
- * Claims the absent pages among @nr pages of @map from @first, @stride
- * apart (and inside the mapping), for a prefetch; returns it, NULL if
- * none was absent, or ERR_PTR(-ENOMEM).
- */
-static struct rpage_prefetch_run *
-rpage_prefetch_claim(struct rpage_mapping *map, unsigned long first, long stride,
-		     unsigned long nr, unsigned int depth)
+/* A run for @nr pages of @map, none claimed yet; NULL without memory. */
+static struct rpage_prefetch_run *rpage_prefetch_alloc(struct rpage_mapping *map,
+						       unsigned long nr,
+						       unsigned int depth)
 {
 	struct rpage_prefetch_run *run;
-	unsigned long i, index = first;
 
 	run = kzalloc(sizeof(*run), GFP_KERNEL);
 	if (!run)
-		return ERR_PTR(-ENOMEM);
+		return NULL;
 	/* The range is the caller's to choose: too large is ENOMEM, no WARN. */
 	run->index = kvcalloc(nr, sizeof(*run->index), GFP_KERNEL | __GFP_NOWARN);
 	if (!run->index) {
-		kfree(run);
-		return ERR_PTR(-ENOMEM);
-	}
-	for (i = 0; i < nr && index < map->nr_pages; i++, index += stride) {
-		void *old = xa_cmpxchg(&map->pages, index, NULL,
-				       RPAGE_PAGE_BUSY, GFP_KERNEL);
-
-		if (xa_is_err(old))
-			break;
-		if (!old)
-			run->index[run->nr++] = index;
-	}
-	if (!run->nr) {
-		kvfree(run->index);
 		kfree(run);
 		return NULL;
 	}
@@ -187,119 +182,101 @@ rpage_prefetch_claim(struct rpage_mapping *map, unsigned long first, long stride
 static void rpage_prefetch_free(struct rpage_prefetch_run *run)
 {
 	rpage_map_put(run->map);
-	kvfree(run->ops);
-	kvfree(run->sges);
 	kvfree(run->pages);
 	kvfree(run->index);
 	kfree(run);
+}
+
+/*
+ * Claims the absent pages among @nr pages of @map from @first, @stride
+ * apart (and inside the mapping), for a prefetch; returns it, NULL if
+ * none was absent, or ERR_PTR(-ENOMEM).
+ */
+static struct rpage_prefetch_run *
+rpage_prefetch_claim(struct rpage_mapping *map, unsigned long first, long stride,
+		     unsigned long nr, unsigned int depth)
+{
+	struct rpage_prefetch_run *run;
+	unsigned long i, index = first;
+
+	run = rpage_prefetch_alloc(map, nr, depth);
+	if (!run)
+		return ERR_PTR(-ENOMEM);
+	for (i = 0; i < nr && index < map->nr_pages; i++, index += stride) {
+		void *old = xa_cmpxchg(&map->pages, index, NULL,
+				       RPAGE_PAGE_BUSY, GFP_KERNEL);
+
+		if (xa_is_err(old))
+			break;
+		if (!old)
+			run->index[run->nr++] = index;
+	}
+	if (!run->nr) {
+		rpage_prefetch_free(run);
+		return NULL;
+	}
+	return run;
 }
 
 /* Gives up page @i of @run: it becomes absent again. */
 static void rpage_prefetch_drop(struct rpage_prefetch_run *run, unsigned long i)
 {
 	if (run->pages && run->pages[i]) {
-		rpage_io_unmap_pages(&run->req, &run->sges[i], 1);
-		__free_page(run->pages[i]);
+		put_page(run->pages[i]);
 		run->pages[i] = NULL;
 	}
 	atomic_long_inc(&run->failed);
 	rpage_page_publish(run->map, run->index[i], NULL, false);
 }
 
-/*
- * A prefetch READ completed (in whichever context polled for it): its
- * pages are here, or absent again.
- */
-static void rpage_prefetch_done(struct rpage_io_op *op, int status)
+/* Pages of a prefetch are done: here, or absent again. */
+static void rpage_prefetch_done(struct rpage_xfer *x, unsigned long first,
+				unsigned long nr, int status)
 {
-	struct rpage_prefetch_run *run = container_of(op->req,
-						      struct rpage_prefetch_run,
-						      req);
-	unsigned int i, end = op->first + op->wr.wr.num_sge;
+	struct rpage_prefetch_run *run = x->priv;
+	unsigned long i;
 
-	for (i = op->first; i < end; i++) {
+	for (i = first; i < first + nr; i++) {
 		if (status) {
 			rpage_prefetch_drop(run, i);
 			continue;
 		}
-		rpage_io_unmap_pages(&run->req, &run->sges[i], 1);
 		flush_dcache_page(run->pages[i]);
-		rpage_page_publish(run->map, run->index[i], run->pages[i], true);
+		rpage_page_publish(run->map, run->index[i], run->pages[i],
+				   !run->for_fault);
 		run->pages[i] = NULL;
 	}
-	if (!status)
-		rpage_fault_count(run->map, RPAGE_FC_PREFETCHED, end - op->first);
-}
-
-/*
- * Allocates and maps the first pages of @run, as many as it can; returns
- * how many. Those beyond have no page.
- */
-static unsigned int rpage_prefetch_prepare(struct rpage_prefetch_run *run)
-{
-	unsigned int i, mapped;
-
-	for (i = 0; i < run->nr; i++) {
-		run->pages[i] = alloc_page(GFP_HIGHUSER | __GFP_NOWARN);
-		if (!run->pages[i])
-			break;
-	}
-	mapped = rpage_io_map_pages(&run->req, run->pages, i, run->sges);
-	while (i > mapped) {
-		__free_page(run->pages[--i]);
-		run->pages[i] = NULL;
-	}
-	return mapped;
+	if (!status && !run->for_fault)
+		rpage_fault_count(run->map, RPAGE_FC_PREFETCHED, nr);
 }
 
 /* Reads the pages @run claimed; every claim is settled when it returns. */
 static void rpage_prefetch_execute(struct rpage_prefetch_run *run)
 {
-	struct rpage_mapping *map = run->map;
-	struct rpage_peer *peer = map->peer;
-	struct rpage_rpool *rpool;
-	unsigned int i, nr_ops, ready = 0;
-	int ret;
+	struct rpage_xfer_range range;
+	struct rpage_xfer x;
+	unsigned long i, ready = 0;
 
-	run->ops = kvcalloc(run->nr, sizeof(*run->ops), GFP_KERNEL | __GFP_NOWARN);
-	run->sges = kvcalloc(run->nr, sizeof(*run->sges),
-			     GFP_KERNEL | __GFP_NOWARN);
 	run->pages = kvcalloc(run->nr, sizeof(*run->pages),
 			      GFP_KERNEL | __GFP_NOWARN);
-	if (!run->ops || !run->sges || !run->pages ||
-	    rpage_io_begin(peer, &run->req.conn))
-		goto settle;
-	rpool = rpage_rpool_get(peer, map->pool_id, map->pool_offset,
-				(u64)map->nr_pages << PAGE_SHIFT, false);
-	if (IS_ERR(rpool)) {
-		rpage_io_end(peer);
-		goto settle;
+	for (; run->pages && ready < run->nr; ready++) {
+		run->pages[ready] = alloc_page(GFP_HIGHUSER | __GFP_NOWARN);
+		if (!run->pages[ready])
+			break;
 	}
-	ready = rpage_prefetch_prepare(run);
-	run->req.depth = run->depth;
-	run->req.complete = rpage_prefetch_done;
-	nr_ops = rpage_io_build(&run->req, rpool, map->pool_offset, run->index,
-				run->sges, ready, run->ops);
-	ret = rpage_io_run(&run->req, run->ops, nr_ops);
-	if (ret == -EDEADLK) {
-		/* The pages the device still has are its; they are absent. */
-		for (i = 0; i < ready; i++)
-			if (run->pages[i])
-				rpage_page_publish(map, run->index[i], NULL, false);
-		run->pages = NULL;
-		run->sges = NULL;
-		run->ops = NULL;
-	} else {
-		/* Pages a failure kept from being posted are still mapped. */
-		for (i = 0; i < ready; i++)
-			if (run->pages[i])
-				rpage_prefetch_drop(run, i);
-		rpage_rpool_put(peer, rpool);
+	if (ready) {
+		rpage_map_xfer_init(run->map, &x, &range, false);
+		range.index = run->index;
+		range.nr = ready;
+		x.pages = run->pages;
+		x.nr_pages = ready;
+		x.depth = run->depth;
+		x.killable = run->killable;
+		x.done = rpage_prefetch_done;
+		x.priv = run;
+		rpage_xfer(&x);
 	}
-	rpage_io_end(peer);
-	if (ret == -EDEADLK || rpage_io_transport_error(ret))
-		rpage_peer_io_failed(peer);
-settle:
+	/* Pages no memory was found for. */
 	for (i = ready; i < run->nr; i++)
 		rpage_prefetch_drop(run, i);
 }
@@ -326,6 +303,7 @@ long rpage_ioctl_prefetch(struct rpage_file *rfile, void __user *argp)
 	struct rpage_prefetch_run *run;
 	struct rpage_mapping *map;
 	struct rpage_prefetch arg;
+	long ret = 0;
 
 	if (copy_from_user(&arg, argp, sizeof(arg)))
 		return -EFAULT;
@@ -350,15 +328,20 @@ long rpage_ioctl_prefetch(struct rpage_file *rfile, void __user *argp)
 		goto out;
 	arg.queued = run->nr;
 	if (arg.flags & RPAGE_PREFETCH_WAIT) {
+		run->killable = true;
 		rpage_prefetch_execute(run);
 		arg.failed = atomic_long_read(&run->failed);
 		rpage_prefetch_free(run);
+		if (fatal_signal_pending(current))
+			ret = -EINTR;
 	} else {
 		rpage_prefetch_queue(run);
 	}
 out:
 	rpage_map_put(map);
-	return copy_to_user(argp, &arg, sizeof(arg)) ? -EFAULT : 0;
+	if (!ret && copy_to_user(argp, &arg, sizeof(arg)))
+		ret = -EFAULT;
+	return ret;
 }
 
 /*
@@ -431,14 +414,57 @@ static void *rpage_page_lookup(struct rpage_mapping *map, unsigned long index,
 	return entry;
 }
 
-/* Makes page @index of @map here; returns how. */
-static enum rpage_fault_result rpage_fault_page(struct rpage_mapping *map,
-						unsigned long index,
-						struct page **pagep, int *err)
+/*
+ * A fault that may not wait (FAULT_FLAG_RETRY_NOWAIT: KVM's asynchronous
+ * page faults, GUP with FOLL_NOWAIT) claimed page @index: its READ runs
+ * in the background, and the fault is retried once the page is here.
+ */
+static void rpage_fault_start_read(struct rpage_mapping *map,
+				   unsigned long index)
 {
+	struct rpage_prefetch_run *run = rpage_prefetch_alloc(map, 1, 1);
+
+	if (!run) {
+		/* The next fault on it reads it. */
+		rpage_page_publish(map, index, NULL, false);
+		return;
+	}
+	run->index[0] = index;
+	run->nr = 1;
+	run->for_fault = true;
+	rpage_prefetch_queue(run);
+}
+
+/*
+ * Waits for busy page @index of @map to settle, without mmap_lock when
+ * the fault allows. Returns RPAGE_FAULT_RETRY to have the fault retried,
+ * 0 to look again, or RPAGE_FAULT_SIGBUS (killed, the lock held).
+ */
+static int rpage_fault_wait(struct rpage_fault_ctx *fc, unsigned long index,
+			    int *err)
+{
+	struct rpage_mapping *map = fc->map;
+
+	if (fc->vmf->flags & FAULT_FLAG_RETRY_NOWAIT)
+		return RPAGE_FAULT_RETRY;
+	rpage_fault_unlock(fc);
+	if (wait_var_event_killable(map, xa_load(&map->pages, index) !=
+				    RPAGE_PAGE_BUSY)) {
+		*err = -EINTR;
+		return fc->unlocked ? RPAGE_FAULT_RETRY : RPAGE_FAULT_SIGBUS;
+	}
+	return fc->unlocked ? RPAGE_FAULT_RETRY : 0;
+}
+
+/* Makes page @index of the mapping here for fault @fc; returns how. */
+static enum rpage_fault_result rpage_fault_page(struct rpage_fault_ctx *fc,
+						unsigned long index, int *err)
+{
+	struct rpage_mapping *map = fc->map;
 	bool waited = false, prefetched = false;
 	struct page *page;
 	void *entry;
+	int ret;
 
 	rpage_readahead(map, index);
 	for (;;) {
@@ -450,38 +476,57 @@ static enum rpage_fault_result rpage_fault_page(struct rpage_mapping *map,
 		if (entry != RPAGE_PAGE_BUSY)
 			break;
 		waited = true;
-		if (wait_var_event_killable(map, xa_load(&map->pages, index) !=
-					    RPAGE_PAGE_BUSY)) {
-			*err = -EINTR;
-			return RPAGE_FAULT_SIGBUS;
+		ret = rpage_fault_wait(fc, index, err);
+		if (ret) {
+			if (ret == RPAGE_FAULT_RETRY && !*err) {
+				rpage_fault_count(map, RPAGE_FC_WAITS, 1);
+				fc->counted = true;
+			}
+			return ret;
 		}
 	}
 	if (entry) {
-		*pagep = entry;
+		fc->vmf->page = entry;
 		if (prefetched)
 			rpage_fault_count(map, RPAGE_FC_PREFETCH_HITS, 1);
 		return waited ? RPAGE_FAULT_WAITED : RPAGE_FAULT_MINOR;
 	}
 
 	/* Claimed: this fault reads the page. */
-	*err = rpage_fetch_page(map, index, &page);
+	if (fc->vmf->flags & FAULT_FLAG_RETRY_NOWAIT) {
+		rpage_fault_start_read(map, index);
+		rpage_fault_count(map, RPAGE_FC_FAULTS, 1);
+		fc->counted = true;
+		return RPAGE_FAULT_RETRY;
+	}
+	*err = rpage_fetch_page(fc, index, &page);
 	if (*err) {
 		rpage_page_publish(map, index, NULL, false);
-		return RPAGE_FAULT_SIGBUS;
+		/* Without the lock, the retried fault reports it. */
+		return fc->unlocked ? RPAGE_FAULT_RETRY : RPAGE_FAULT_SIGBUS;
+	}
+	rpage_fault_count(map, RPAGE_FC_FAULTS, 1);
+	fc->counted = true;
+	if (fc->unlocked) {
+		/* The mapping's table holds the page; the retry maps it. */
+		rpage_page_publish(map, index, page, false);
+		return RPAGE_FAULT_RETRY;
 	}
 	/* One reference for the mapping's table, one for the page table. */
 	get_page(page);
 	rpage_page_publish(map, index, page, false);
-	*pagep = page;
+	fc->vmf->page = page;
 	return RPAGE_FAULT_FETCHED;
 }
 
 vm_fault_t rpage_vm_fault(struct vm_fault *vmf)
 {
 	struct rpage_mapping *map = vmf->vma->vm_private_data;
+	struct rpage_fault_ctx fc = { .vmf = vmf, .map = map };
 	unsigned long index = vmf->pgoff - map->pgoff;
 	enum rpage_fault_result result;
 	u64 begin = ktime_get_ns();
+	bool counted = true;
 	vm_fault_t ret = 0;
 	int err = 0;
 
@@ -491,18 +536,25 @@ vm_fault_t rpage_vm_fault(struct vm_fault *vmf)
 		result = RPAGE_FAULT_SIGBUS;
 		err = -ERANGE;
 	} else {
-		result = rpage_fault_page(map, index, &vmf->page, &err);
+		result = rpage_fault_page(&fc, index, &err);
 	}
 	switch (result) {
 	case RPAGE_FAULT_FETCHED:
-		rpage_fault_count(map, RPAGE_FC_FAULTS, 1);
 		ret = VM_FAULT_MAJOR;
 		break;
 	case RPAGE_FAULT_MINOR:
-		rpage_fault_count(map, RPAGE_FC_MINOR, 1);
+		/* A retried fault finding its page was counted the first time. */
+		if (vmf->flags & FAULT_FLAG_TRIED)
+			counted = false;
+		else
+			rpage_fault_count(map, RPAGE_FC_MINOR, 1);
 		break;
 	case RPAGE_FAULT_WAITED:
 		rpage_fault_count(map, RPAGE_FC_WAITS, 1);
+		break;
+	case RPAGE_FAULT_RETRY:
+		counted = fc.counted;
+		ret = VM_FAULT_RETRY;
 		break;
 	case RPAGE_FAULT_SIGBUS:
 		if (err == -ENOMEM) {
@@ -512,11 +564,18 @@ vm_fault_t rpage_vm_fault(struct vm_fault *vmf)
 		/* A fatal signal ends the process anyway: not rpage's SIGBUS. */
 		if (err != -EINTR)
 			rpage_fault_count(map, RPAGE_FC_SIGBUS, 1);
+		else
+			counted = false;
 		ret = VM_FAULT_SIGBUS;
 		break;
 	}
-	rpage_fault_count_latency(map, ktime_get_ns() - begin);
-	trace_rpage_fault_end(map->id, index, result, ktime_get_ns() - begin);
+	if (counted)
+		rpage_fault_count_latency(map, ktime_get_ns() - begin);
+	trace_rpage_fault_end(map->id, index, result, err,
+			      ktime_get_ns() - begin);
+	/* The area may be gone: only the reference taken to unlock holds @map. */
+	if (fc.unlocked)
+		rpage_map_put(map);
 	return ret;
 }
 

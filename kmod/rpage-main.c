@@ -11,6 +11,7 @@
 #include <linux/fs.h>
 #include <linux/slab.h>
 #include <linux/string.h>
+#include <linux/sysfs.h>
 #include <linux/uaccess.h>
 #include <linux/capability.h>
 #include <linux/random.h>
@@ -18,29 +19,98 @@
 #include <linux/in6.h>
 #include <net/ipv6.h>
 
+/*
+ * A module parameter that must lie in [min, max]: a value out of range
+ * refuses the load, or the write to /sys/module/rpage/parameters.
+ */
+struct rpage_uint_param {
+	unsigned int *var;
+	unsigned int min;
+	unsigned int max;
+};
+
+static int rpage_uint_param_set(const char *val, const struct kernel_param *kp)
+{
+	const struct rpage_uint_param *p = kp->arg;
+	unsigned int v;
+	int ret;
+
+	ret = kstrtouint(val, 0, &v);
+	if (ret)
+		return ret;
+	if (v < p->min || v > p->max) {
+		pr_err("%s=%u: out of range [%u, %u]\n", kp->name, v, p->min,
+		       p->max);
+		return -EINVAL;
+	}
+	WRITE_ONCE(*p->var, v);
+	return 0;
+}
+
+static int rpage_uint_param_get(char *buf, const struct kernel_param *kp)
+{
+	const struct rpage_uint_param *p = kp->arg;
+
+	return sysfs_emit(buf, "%u\n", READ_ONCE(*p->var));
+}
+
+static const struct kernel_param_ops rpage_uint_param_ops = {
+	.set = rpage_uint_param_set,
+	.get = rpage_uint_param_get,
+};
+
+#define rpage_uint_param(name, variable, lo, hi, perm)			\
+	static struct rpage_uint_param rpage_param_##name = {		\
+		.var = &(variable), .min = (lo), .max = (hi),		\
+	};								\
+	module_param_cb(name, &rpage_uint_param_ops, &rpage_param_##name, perm)
+
 u64 rpage_node_id;
 module_param_named(node_id, rpage_node_id, ullong, 0444);
 MODULE_PARM_DESC(node_id, "This host's node id, sent to peers (0: random at load)");
 
 unsigned int rpage_qps_per_peer;
-module_param_named(qps_per_peer, rpage_qps_per_peer, uint, 0444);
+rpage_uint_param(qps_per_peer, rpage_qps_per_peer, 0, 16, 0444);
 MODULE_PARM_DESC(qps_per_peer, "Queue pairs opened to each peer (0: one per online CPU); at most 16");
 
 unsigned int rpage_connect_timeout_ms = 5000;
-module_param_named(connect_timeout_ms, rpage_connect_timeout_ms, uint, 0644);
-MODULE_PARM_DESC(connect_timeout_ms, "How long one connection attempt may take, in ms");
+rpage_uint_param(connect_timeout_ms, rpage_connect_timeout_ms, 100, 600000, 0644);
+MODULE_PARM_DESC(connect_timeout_ms, "How long one connection attempt may take, in ms (100 to 600000)");
 
 unsigned int rpage_reconnect_delay_ms = 1000;
-module_param_named(reconnect_delay_ms, rpage_reconnect_delay_ms, uint, 0644);
-MODULE_PARM_DESC(reconnect_delay_ms, "Delay before reconnecting to a peer, in ms (plus up to half of it at random)");
+rpage_uint_param(reconnect_delay_ms, rpage_reconnect_delay_ms, 10, 600000, 0644);
+MODULE_PARM_DESC(reconnect_delay_ms, "Delay before reconnecting to a peer after a failure, in ms: doubled for each failure in a row, up to 8 times, plus up to half of it at random (10 to 600000)");
 
 unsigned int rpage_max_pool_mb = 1024;
 module_param_named(max_pool_mb, rpage_max_pool_mb, uint, 0644);
 MODULE_PARM_DESC(max_pool_mb, "Largest pool that may be created or exported, in MiB");
 
 unsigned int rpage_io_timeout_ms = 10000;
-module_param_named(io_timeout_ms, rpage_io_timeout_ms, uint, 0644);
-MODULE_PARM_DESC(io_timeout_ms, "How long a remote read or write may go without progress before it fails with ETIMEDOUT, in ms");
+rpage_uint_param(io_timeout_ms, rpage_io_timeout_ms, 100, 3600000, 0644);
+MODULE_PARM_DESC(io_timeout_ms, "How long a remote read or write may go without progress before its queue pair counts as failed, in ms (100 to 3600000)");
+
+/*
+ * A minute: longer than a switch reboot, an RDMA device reset or a
+ * module reload on the peer take, short enough that a VMM whose peer
+ * is really gone hears of it while someone still looks.
+ */
+unsigned int rpage_loss_timeout_ms = 60000;
+rpage_uint_param(loss_timeout_ms, rpage_loss_timeout_ms, 0,
+		 RPAGE_LOSS_TIMEOUT_MAX_MS, 0644);
+MODULE_PARM_DESC(loss_timeout_ms, "Loss timeout of new peers: how long transfers wait for an unreachable peer before they fail, in ms (0: fail at once; at most a day)");
+
+unsigned int rpage_heartbeat_ms = 5000;
+rpage_uint_param(heartbeat_ms, rpage_heartbeat_ms, 0, 600000, 0644);
+MODULE_PARM_DESC(heartbeat_ms, "Interval of the heartbeats sent to each peer, in ms; a peer that takes none for 5 intervals counts as gone (0: off)");
+
+/*
+ * 2^15 * 4.096 us, 134 ms: a lost packet costs a READ that long, and a
+ * peer gone silent fails the queue pair after 8 tries, about a second,
+ * rather than the 17 s of rdma_cm's default for RoCE.
+ */
+unsigned int rpage_ack_timeout = 15;
+rpage_uint_param(ack_timeout, rpage_ack_timeout, 0, 31, 0644);
+MODULE_PARM_DESC(ack_timeout, "RC local ACK timeout of the queue pairs, as 4.096 us * 2^N (0: rdma_cm's default)");
 
 struct workqueue_struct *rpage_wq;
 
@@ -137,6 +207,25 @@ u16 rpage_sockaddr_port(const struct sockaddr *sa)
 	if (sa->sa_family == AF_INET6)
 		return ntohs(((const struct sockaddr_in6 *)sa)->sin6_port);
 	return 0;
+}
+
+/* A name of a peer: 1 to RPAGE_NAME_MAX - 1 of [A-Za-z0-9._-]. */
+bool rpage_name_valid(const char *name)
+{
+	size_t len = strnlen(name, RPAGE_NAME_MAX);
+	size_t i;
+
+	if (!len || len == RPAGE_NAME_MAX)
+		return false;
+	/* ASCII only: the kernel's isalnum() takes Latin-1 letters too. */
+	for (i = 0; i < len; i++) {
+		char c = name[i];
+
+		if (!(c >= 'a' && c <= 'z') && !(c >= 'A' && c <= 'Z') &&
+		    !(c >= '0' && c <= '9') && c != '.' && c != '_' && c != '-')
+			return false;
+	}
+	return true;
 }
 
 /* Same family and address; ports differ between a peer's two roles. */
@@ -331,6 +420,15 @@ static const struct rpage_ioctl_desc rpage_ioctls[] = {
 		.cmd = RPAGE_IOC_PEER_FAULT_STATS,
 		.handler = rpage_ioctl_peer_fault_stats,
 	},
+	[_RPAGE_PEER_SET] = {
+		.cmd = RPAGE_IOC_PEER_SET,
+		.handler = rpage_ioctl_peer_set,
+		.admin = true,
+	},
+	[_RPAGE_PEER_STATUS] = {
+		.cmd = RPAGE_IOC_PEER_STATUS,
+		.handler = rpage_ioctl_peer_status,
+	},
 };
 
 static long rpage_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
@@ -380,6 +478,7 @@ static int __init rpage_init(void)
 	while (!rpage_node_id)
 		rpage_node_id = get_random_u64();
 
+	rpage_pools_init();
 	rpage_wq = alloc_workqueue("rpage", WQ_MEM_RECLAIM, 0);
 	if (!rpage_wq)
 		return -ENOMEM;
@@ -409,10 +508,13 @@ err_wq:
 static void __exit rpage_exit(void)
 {
 	misc_deregister(&rpage_misc);
-	/* No more files, so no more prefetches: let the last ones end. */
-	rpage_fault_exit();
-	/* No more ioctls: take down the configuration, then the devices. */
+	/*
+	 * No more ioctls: take down the configuration, then the devices.
+	 * Peers first: a background prefetch waiting for one to come back
+	 * then fails at once, and the prefetches end.
+	 */
 	rpage_peers_exit();
+	rpage_fault_exit();
 	rpage_endpoints_exit();
 	rpage_pools_exit();
 	rpage_ibdev_exit();

@@ -132,14 +132,24 @@ long rpage_ioctl_map(struct rpage_file *rfile, void __user *argp)
 	if (ret)
 		goto err;
 
-	/* The pool must be there now; a later withdrawal makes faults fail. */
-	rpool = rpage_rpool_get(map->peer, arg.pool_id, arg.offset, arg.length,
-				false);
+	/*
+	 * The pool must be there now (a peer reconnecting is waited for):
+	 * the mapping is bound to this incarnation of it, and to this
+	 * exporter, so that it never reads a pool created later in its
+	 * place.
+	 */
+	ret = rpage_peer_wait_connected(map->peer, true, 0, NULL, NULL);
+	if (ret)
+		goto err;
+	rpool = rpage_rpool_get(map->peer, arg.pool_id, 0, arg.offset,
+				arg.length, false);
 	if (IS_ERR(rpool)) {
 		ret = PTR_ERR(rpool);
 		goto err;
 	}
-	rpage_rpool_put(map->peer, rpool);
+	map->pool_generation = rpool->generation;
+	map->node_id = READ_ONCE(map->peer->remote_node_id);
+	rpage_rpool_put(rpool);
 
 	ret = xa_alloc_cyclic(&rpage_maps, &id, map,
 			      XA_LIMIT(1, RPAGE_MAP_ID_MAX), &rpage_maps_next,
@@ -292,20 +302,13 @@ struct rpage_evict_batch {
 	struct page **pages;
 };
 
-/*
- * Ends an eviction: drops the pages of @b, or puts them back; or, when
- * the device never finished writing the dirty ones (@stuck), gives
- * those up to it and makes them absent.
- */
-static void rpage_evict_settle(struct rpage_evict_batch *b, bool drop,
-			       bool stuck)
+/* Ends an eviction: drops the pages of @b, or puts them back. */
+static void rpage_evict_settle(struct rpage_evict_batch *b, bool drop)
 {
 	unsigned long i;
 
 	for (i = 0; i < b->nr; i++) {
-		if (stuck && i < b->nr_dirty) {
-			xa_erase(&b->map->pages, b->index[i]);
-		} else if (drop) {
+		if (drop) {
 			xa_erase(&b->map->pages, b->index[i]);
 			put_page(b->pages[i]);
 		} else {
@@ -334,57 +337,44 @@ static void rpage_evict_claim(struct rpage_evict_batch *b, unsigned long first,
 	xas_unlock(&xas);
 }
 
+/*
+ * Describes a transfer of pages of @map to @x: its peer, and in @range
+ * its pool as mapped (this incarnation only), the pages given by index
+ * in the mapping (@range->index and ->nr are the caller's to set).
+ */
+void rpage_map_xfer_init(struct rpage_mapping *map, struct rpage_xfer *x,
+			 struct rpage_xfer_range *range, bool write)
+{
+	*range = (struct rpage_xfer_range) {
+		.pool_id = map->pool_id,
+		.generation = map->pool_generation,
+		.offset = map->pool_offset,
+		.extent = map->nr_pages,
+	};
+	*x = (struct rpage_xfer) {
+		.peer = map->peer,
+		.write = write,
+		.ranges = range,
+		.nr_ranges = 1,
+		.node_id = map->node_id,
+	};
+}
+
 /* Writes back the dirty pages of @b (moved to its front) to the pool. */
 static int rpage_evict_write(struct rpage_evict_batch *b)
 {
-	struct rpage_mapping *map = b->map;
-	struct rpage_peer *peer = map->peer;
-	struct rpage_io_req req = { .write = true };
-	struct rpage_rpool *rpool;
-	struct rpage_io_op *ops;
-	struct ib_sge *sges;
-	unsigned int mapped;
+	struct rpage_xfer_range range;
+	struct rpage_xfer x;
 	int ret;
 
-	ops = kvcalloc(b->nr_dirty, sizeof(*ops), GFP_KERNEL | __GFP_NOWARN);
-	sges = kvcalloc(b->nr_dirty, sizeof(*sges), GFP_KERNEL | __GFP_NOWARN);
-	if (!ops || !sges) {
-		ret = -ENOMEM;
-		goto out_free;
-	}
-	ret = rpage_io_begin(peer, &req.conn);
-	if (ret)
-		goto out_free;
-	rpool = rpage_rpool_get(peer, map->pool_id, map->pool_offset,
-				(u64)map->nr_pages << PAGE_SHIFT, true);
-	if (IS_ERR(rpool)) {
-		ret = PTR_ERR(rpool) == -EPERM ? -EROFS : PTR_ERR(rpool);
-		goto out_end;
-	}
-	mapped = rpage_io_map_pages(&req, b->pages, b->nr_dirty, sges);
-	if (mapped < b->nr_dirty)
-		ret = -ENOMEM;
-	else
-		ret = rpage_io_run(&req, ops,
-				   rpage_io_build(&req, rpool, map->pool_offset,
-						  b->index, sges, b->nr_dirty,
-						  ops));
-	if (ret == -EDEADLK) {
-		/* The device may still read the pages: they stay its. */
-		rpage_io_end(peer);
-		rpage_peer_io_failed(peer);
-		return ret;
-	}
-	rpage_io_unmap_pages(&req, sges, mapped);
-	rpage_rpool_put(peer, rpool);
-out_end:
-	rpage_io_end(peer);
-	if (rpage_io_transport_error(ret))
-		rpage_peer_io_failed(peer);
-out_free:
-	kvfree(ops);
-	kvfree(sges);
-	return ret;
+	rpage_map_xfer_init(b->map, &x, &range, true);
+	range.index = b->index;
+	range.nr = b->nr_dirty;
+	x.pages = b->pages;
+	x.nr_pages = b->nr_dirty;
+	x.killable = true;
+	ret = rpage_xfer(&x);
+	return ret == -EPERM ? -EROFS : ret;
 }
 
 /* Moves the dirty pages of @b to its front; counts them. */
@@ -423,9 +413,8 @@ static int rpage_evict(struct rpage_mapping *map, unsigned long first,
 	rpage_evict_sort_dirty(&b);
 	if (b.nr_dirty)
 		ret = rpage_evict_write(&b);
-	rpage_evict_settle(&b, !ret, ret == -EDEADLK);
-	if (ret == -EDEADLK)
-		ret = -ETIMEDOUT;
+	/* All or nothing: a page not written back stays. */
+	rpage_evict_settle(&b, !ret);
 	if (!ret) {
 		arg->evicted = b.nr;
 		arg->written = b.nr_dirty;

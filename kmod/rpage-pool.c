@@ -6,12 +6,15 @@
  * connects through that device, with fast registration (IB_WR_REG_MR)
  * posted on the reader's first queue pair, in regions of at most
  * max_fast_reg_page_list_len pages; then the reader is told the regions'
- * addresses and keys (RPAGE_MSG_POOL_ADD). A pool being destroyed is
- * withdrawn from every reader first (RPAGE_MSG_POOL_DEL); each reader
- * acknowledges once none of its reads or writes of the pool is in flight
- * (RPAGE_MSG_POOL_DEL_ACK), or io_timeout_ms passes; then the regions
- * are deregistered, which invalidates their keys, and only then is the
- * memory freed or unpinned.
+ * addresses and keys (RPAGE_MSG_POOL_ADD). A reader's new control queue
+ * pair gets every pool, then RPAGE_MSG_POOL_SYNC; pools created later go
+ * to every reader that has its table. Each pool has a generation, new
+ * for every pool created, so that a reader tells a pool from one created
+ * later with the same id. A pool being destroyed is withdrawn from every
+ * reader first (RPAGE_MSG_POOL_DEL); each reader acknowledges once none
+ * of its reads or writes of the pool is in flight (RPAGE_MSG_POOL_DEL_ACK),
+ * or io_timeout_ms passes; then the regions are deregistered, which
+ * invalidates their keys, and only then is the memory freed or unpinned.
  *
  * All of this runs under rpage_pools_lock, which also keeps the readers'
  * queue pairs alive while it is held (rpage_pools_barrier()).
@@ -19,6 +22,7 @@
 #include "rpage-pri.h"
 
 #include <linux/mm.h>
+#include <linux/random.h>
 #include <linux/sched.h>
 #include <linux/slab.h>
 #include <linux/uaccess.h>
@@ -50,6 +54,8 @@ struct rpage_pool_reg {
  * @entry: link in rpage_pools.
  * @file_entry: a user pool's link in its owner's @pools.
  * @id: the pool's id.
+ * @generation: this incarnation of the pool, never 0 (see
+ *	rpage_pool_alloc()).
  * @length: bytes.
  * @flags: RPAGE_POOL_*.
  * @kind: RPAGE_POOL_KERNEL or RPAGE_POOL_USER.
@@ -63,6 +69,7 @@ struct rpage_pool {
 	struct list_head entry;
 	struct list_head file_entry;
 	u64 id;
+	u64 generation;
 	u64 length;
 	u32 flags;
 	u32 kind;
@@ -77,12 +84,19 @@ struct rpage_pool {
  * struct rpage_withdrawal - a destroy waiting for the readers' acks
  * @entry: link in rpage_withdrawals.
  * @pool_id: the pool.
+ * @generation: its incarnation.
+ * @asked: the readers asked, @nr of them; each entry is cleared when
+ *	that reader acknowledges (compared only, never dereferenced).
+ * @nr: how many.
  * @pending: readers that have not acknowledged yet.
  * @done: completed when @pending reaches zero.
  */
 struct rpage_withdrawal {
 	struct list_head entry;
 	u64 pool_id;
+	u64 generation;
+	const struct rpage_peer **asked;
+	unsigned int nr;
 	unsigned int pending;
 	struct completion done;
 };
@@ -91,14 +105,26 @@ static LIST_HEAD(rpage_withdrawals);
 /* Protects rpage_withdrawals; taken in receive completions. */
 static DEFINE_SPINLOCK(rpage_withdrawals_lock);
 
-/* A reader is done with a withdrawn pool. */
-void rpage_pools_acked(u64 pool_id)
+/* The last generation given to a pool; see rpage_pool_alloc(). */
+static atomic64_t rpage_pool_generation;
+
+/*
+ * @peer is done with a withdrawn pool. Only an acknowledgment the pool's
+ * withdrawal asked of that reader counts; any other is ignored.
+ */
+void rpage_pools_acked(struct rpage_peer *peer, u64 pool_id, u64 generation)
 {
 	struct rpage_withdrawal *w;
+	unsigned int i;
 
 	spin_lock_bh(&rpage_withdrawals_lock);
 	list_for_each_entry(w, &rpage_withdrawals, entry) {
-		if (w->pool_id == pool_id && w->pending) {
+		if (w->pool_id != pool_id || w->generation != generation)
+			continue;
+		for (i = 0; i < w->nr; i++) {
+			if (w->asked[i] != peer)
+				continue;
+			w->asked[i] = NULL;
 			if (!--w->pending)
 				complete(&w->done);
 			break;
@@ -110,67 +136,6 @@ void rpage_pools_acked(u64 pool_id)
 /* Protects rpage_pools and their registrations; see the top of the file. */
 DEFINE_MUTEX(rpage_pools_lock);
 static LIST_HEAD(rpage_pools);
-
-/**
- * struct rpage_ctl_wait - a control work request waited for
- * @cqe: completion entry.
- * @done: completed by the completion handler.
- * @status: the work completion status.
- */
-struct rpage_ctl_wait {
-	struct ib_cqe cqe;
-	struct completion done;
-	enum ib_wc_status status;
-};
-
-static void rpage_ctl_done(struct ib_cq *cq, struct ib_wc *wc)
-{
-	struct rpage_ctl_wait *wait = container_of(wc->wr_cqe,
-						   struct rpage_ctl_wait, cqe);
-
-	wait->status = wc->status;
-	complete(&wait->done);
-}
-
-/*
- * Posts @wr on @chan's queue pair and waits for it. A request that does
- * not complete in time is flushed by moving the queue pair to the error
- * state (the reader reconnects); its context is freed only once the
- * device is done with it.
- */
-static int rpage_ctl_post_wait(struct rpage_conn *chan, struct ib_send_wr *wr)
-{
-	struct ib_qp_attr to_error = { .qp_state = IB_QPS_ERR };
-	struct rpage_ctl_wait *wait;
-	unsigned long timeout = msecs_to_jiffies(rpage_io_timeout_ms);
-	int ret;
-
-	wait = kzalloc(sizeof(*wait), GFP_KERNEL);
-	if (!wait)
-		return -ENOMEM;
-	init_completion(&wait->done);
-	wait->cqe.done = rpage_ctl_done;
-	wr->wr_cqe = &wait->cqe;
-	wr->send_flags |= IB_SEND_SIGNALED;
-	ret = ib_post_send(chan->cm_id->qp, wr, NULL);
-	if (ret) {
-		kfree(wait);
-		return ret;
-	}
-	if (!wait_for_completion_timeout(&wait->done, timeout)) {
-		ib_modify_qp(chan->cm_id->qp, &to_error, IB_QP_STATE);
-		if (!wait_for_completion_timeout(&wait->done, timeout)) {
-			pr_err("peer %s: a control request never completed\n",
-			       chan->peer->name);
-			return -ETIMEDOUT;	/* @wait stays: the device owns it */
-		}
-		ret = -ETIMEDOUT;
-	} else if (wait->status != IB_WC_SUCCESS) {
-		ret = -EIO;
-	}
-	kfree(wait);
-	return ret;
-}
 
 static void rpage_pool_reg_free(struct rpage_pool_reg *reg)
 {
@@ -247,7 +212,8 @@ static int rpage_pool_reg_map(struct rpage_pool *pool,
 		wr.access = IB_ACCESS_LOCAL_WRITE | IB_ACCESS_REMOTE_READ;
 		if (pool->flags & RPAGE_POOL_WRITABLE)
 			wr.access |= IB_ACCESS_REMOTE_WRITE;
-		ret = rpage_ctl_post_wait(chan, &wr.wr);
+		ret = rpage_conn_post_wait(chan, &wr.wr, rpage_io_timeout_ms,
+					   "memory registration");
 		if (ret)
 			return ret;
 		for (j = 0; j < n; j++)
@@ -286,26 +252,8 @@ static struct rpage_pool_reg *rpage_pool_reg_get(struct rpage_pool *pool,
 /* Sends one control message of @len bytes from @msg on @chan. */
 static int rpage_ctl_send(struct rpage_conn *chan, void *msg, u32 len)
 {
-	struct ib_device *ibdev = chan->dev->ibdev;
-	struct ib_send_wr wr = {};
-	struct ib_sge sge;
-	u64 dma;
-	int ret;
-
-	dma = ib_dma_map_single(ibdev, msg, len, DMA_TO_DEVICE);
-	if (ib_dma_mapping_error(ibdev, dma))
-		return -ENOMEM;
-	sge.addr = dma;
-	sge.length = len;
-	sge.lkey = chan->dev->pd->local_dma_lkey;
-	wr.opcode = IB_WR_SEND;
-	wr.sg_list = &sge;
-	wr.num_sge = 1;
-	ret = rpage_ctl_post_wait(chan, &wr);
-	/* After a request that never completed the device may still read. */
-	if (ret != -ETIMEDOUT)
-		ib_dma_unmap_single(ibdev, dma, len, DMA_TO_DEVICE);
-	return ret;
+	return rpage_conn_send(chan, msg, len, rpage_io_timeout_ms,
+			       "pool table SEND");
 }
 
 static void rpage_pool_announce(struct rpage_pool *pool, struct rpage_conn *chan)
@@ -334,6 +282,7 @@ static void rpage_pool_announce(struct rpage_pool *pool, struct rpage_conn *chan
 		msg->hdr.type = cpu_to_le16(RPAGE_MSG_POOL_ADD);
 		msg->hdr.length = cpu_to_le32(len);
 		msg->pool_id = cpu_to_le64(pool->id);
+		msg->generation = cpu_to_le64(pool->generation);
 		msg->length = cpu_to_le64(pool->length);
 		msg->mr_bytes = cpu_to_le64(reg->mr_bytes);
 		msg->flags = cpu_to_le32(pool->flags);
@@ -345,8 +294,6 @@ static void rpage_pool_announce(struct rpage_pool *pool, struct rpage_conn *chan
 			msg->mrs[i].rkey = cpu_to_le32(reg->mrs[first + i]->rkey);
 		}
 		ret = rpage_ctl_send(chan, msg, len);
-		if (ret == -ETIMEDOUT)
-			msg = NULL;	/* the device may still read it */
 	}
 	kfree(msg);
 out:
@@ -357,18 +304,15 @@ out:
 
 static int rpage_pool_withdraw(struct rpage_pool *pool, struct rpage_conn *chan)
 {
-	struct rpage_msg_pool_del *msg;
+	struct rpage_msg_pool_del msg = {
+		.hdr.type = cpu_to_le16(RPAGE_MSG_POOL_DEL),
+		.hdr.length = cpu_to_le32(sizeof(msg)),
+		.pool_id = cpu_to_le64(pool->id),
+		.generation = cpu_to_le64(pool->generation),
+	};
 	int ret;
 
-	msg = kzalloc(sizeof(*msg), GFP_KERNEL);
-	if (!msg)
-		return -ENOMEM;
-	msg->hdr.type = cpu_to_le16(RPAGE_MSG_POOL_DEL);
-	msg->hdr.length = cpu_to_le32(sizeof(*msg));
-	msg->pool_id = cpu_to_le64(pool->id);
-	ret = rpage_ctl_send(chan, msg, sizeof(*msg));
-	if (ret != -ETIMEDOUT)
-		kfree(msg);
+	ret = rpage_ctl_send(chan, &msg, sizeof(msg));
 	/* The keys are invalidated next either way: the reader cannot use them. */
 	if (ret)
 		pr_warn("pool %llu: withdrawal from peer %s not confirmed: %d\n",
@@ -376,21 +320,34 @@ static int rpage_pool_withdraw(struct rpage_pool *pool, struct rpage_conn *chan)
 	return ret;
 }
 
-/* A reader's channel came up: send it every pool it has not seen. */
+/*
+ * A reader's channel came up: send it the pool table, every pool then
+ * RPAGE_MSG_POOL_SYNC, so that it knows it has them all.
+ */
 static void rpage_pools_sync_work_fn(struct work_struct *work)
 {
-	struct rpage_conn **chans;
+	struct rpage_msg_pool_sync msg = {
+		.hdr.type = cpu_to_le16(RPAGE_MSG_POOL_SYNC),
+		.hdr.length = cpu_to_le32(sizeof(msg)),
+	};
+	struct rpage_in_conn **chans;
 	struct rpage_pool *pool;
-	unsigned int n, i;
+	unsigned int n, i, nr;
 
 	mutex_lock(&rpage_pools_lock);
-	chans = rpage_channels_collect(&n);
+	chans = rpage_channels_collect(&n, false);
 	for (i = 0; i < n; i++) {
 		if (chans[i]->synced)
 			continue;
-		chans[i]->synced = true;
-		list_for_each_entry(pool, &rpage_pools, entry)
-			rpage_pool_announce(pool, chans[i]);
+		nr = 0;
+		list_for_each_entry(pool, &rpage_pools, entry) {
+			rpage_pool_announce(pool, &chans[i]->c);
+			nr++;
+		}
+		msg.nr_pools = cpu_to_le32(nr);
+		/* Failed: the reader times out waiting and connects again. */
+		if (!rpage_ctl_send(&chans[i]->c, &msg, sizeof(msg)))
+			chans[i]->synced = true;
 	}
 	mutex_unlock(&rpage_pools_lock);
 	kfree(chans);
@@ -432,9 +389,12 @@ static void rpage_pool_free_memory(struct rpage_pool *pool)
 /* Unlinks, withdraws and frees @pool; the caller holds the lock. */
 static void rpage_pool_destroy(struct rpage_pool *pool)
 {
-	struct rpage_withdrawal w = { .pool_id = pool->id };
+	struct rpage_withdrawal w = {
+		.pool_id = pool->id,
+		.generation = pool->generation,
+	};
 	struct rpage_pool_reg *reg, *tmp;
-	struct rpage_conn **chans;
+	struct rpage_in_conn **chans;
 	unsigned int n, i;
 
 	lockdep_assert_held(&rpage_pools_lock);
@@ -442,18 +402,23 @@ static void rpage_pool_destroy(struct rpage_pool *pool)
 	if (pool->owner)
 		list_del(&pool->file_entry);
 	init_completion(&w.done);
+	/* Readers that do not have the table never heard of the pool. */
+	chans = rpage_channels_collect(&n, true);
+	w.asked = kcalloc(n, sizeof(*w.asked), GFP_KERNEL);
+	if (!w.asked)
+		n = 0;
+	/* Asked first: the ack may beat the send's own completion. */
+	for (i = 0; i < n; i++)
+		w.asked[i] = chans[i]->c.peer;
+	w.nr = n;
+	w.pending = n;
 	spin_lock_bh(&rpage_withdrawals_lock);
 	list_add_tail(&w.entry, &rpage_withdrawals);
 	spin_unlock_bh(&rpage_withdrawals_lock);
-	chans = rpage_channels_collect(&n);
-	for (i = 0; i < n; i++) {
-		/* Count first: the ack may beat the send's own completion. */
-		spin_lock_bh(&rpage_withdrawals_lock);
-		w.pending++;
-		spin_unlock_bh(&rpage_withdrawals_lock);
-		if (rpage_pool_withdraw(pool, chans[i]))
-			rpage_pools_acked(pool->id);
-	}
+	for (i = 0; i < n; i++)
+		if (rpage_pool_withdraw(pool, &chans[i]->c))
+			rpage_pools_acked(chans[i]->c.peer, pool->id,
+					  pool->generation);
 	kfree(chans);
 	/* Readers finish what they have in flight, then the keys go. */
 	if (n && !wait_for_completion_timeout(&w.done,
@@ -463,6 +428,7 @@ static void rpage_pool_destroy(struct rpage_pool *pool)
 	spin_lock_bh(&rpage_withdrawals_lock);
 	list_del(&w.entry);
 	spin_unlock_bh(&rpage_withdrawals_lock);
+	kfree(w.asked);
 	list_for_each_entry_safe(reg, tmp, &pool->regs, entry) {
 		list_del(&reg->entry);
 		rpage_pool_reg_free(reg);
@@ -510,6 +476,12 @@ static struct rpage_pool *rpage_pool_alloc(u64 id, u64 length, u32 flags,
 		return NULL;
 	}
 	pool->id = id;
+	/*
+	 * Unique while the module is loaded, and from a random start so
+	 * that a reload does not hand out the generations of before.
+	 */
+	pool->generation = atomic64_inc_return(&rpage_pool_generation) ?:
+			   atomic64_inc_return(&rpage_pool_generation);
 	pool->length = length;
 	pool->flags = flags;
 	pool->kind = kind;
@@ -521,7 +493,7 @@ static struct rpage_pool *rpage_pool_alloc(u64 id, u64 length, u32 flags,
 /* Publishes a filled pool: to the list, then to every reader. */
 static int rpage_pool_publish(struct rpage_pool *pool, struct rpage_file *owner)
 {
-	struct rpage_conn **chans;
+	struct rpage_in_conn **chans;
 	unsigned int n, i;
 
 	mutex_lock(&rpage_pools_lock);
@@ -534,9 +506,10 @@ static int rpage_pool_publish(struct rpage_pool *pool, struct rpage_file *owner)
 		pool->owner = owner;
 		list_add_tail(&pool->file_entry, &owner->pools);
 	}
-	chans = rpage_channels_collect(&n);
+	/* A reader still being synced gets it with the rest of the table. */
+	chans = rpage_channels_collect(&n, true);
 	for (i = 0; i < n; i++)
-		rpage_pool_announce(pool, chans[i]);
+		rpage_pool_announce(pool, &chans[i]->c);
 	mutex_unlock(&rpage_pools_lock);
 	kfree(chans);
 	pr_info("pool %llu: %llu bytes%s, %s\n", pool->id, pool->length,
@@ -720,6 +693,11 @@ void rpage_pools_device_removed(struct rpage_ibdev *dev)
 		}
 	}
 	mutex_unlock(&rpage_pools_lock);
+}
+
+void rpage_pools_init(void)
+{
+	atomic64_set(&rpage_pool_generation, get_random_u64());
 }
 
 /* Module unload: every file is closed, so only kernel pools are left. */

@@ -1,6 +1,24 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * rpage: private definitions shared by the files of rpage.ko.
+ *
+ * Who does what:
+ *   rpage-main.c      the misc device, ioctl dispatch, module parameters,
+ *                     helpers every file uses
+ *   rpage-ibdev.c     the RDMA devices rpage.ko is attached to
+ *   rpage-endpoint.c  listening endpoints; accepting inbound connections
+ *   rpage-conn.c      one RC connection, either direction: queue pair,
+ *                     receive buffers, control sends, its state
+ *   rpage-peer.c      peers: registry, state machine, (re)connecting the
+ *                     outbound set, heartbeats, inbound bookkeeping
+ *   rpage-rpool.c     control messages and the pools peers export to us
+ *   rpage-pool.c      the pools this host exports
+ *   rpage-xfer.c      the data path: one call moves pages to or from a
+ *                     peer's pool, and owns every failure policy
+ *   rpage-io.c        RPAGE_IOC_READ and RPAGE_IOC_WRITE
+ *   rpage-map.c       remote mappings, their mmap and eviction
+ *   rpage-fault.c     the fault path, prefetch and read-ahead
+ *   rpage-stats.c     counters, latency histograms, statistics ioctls
  */
 #ifndef RPAGE_PRI_H
 #define RPAGE_PRI_H
@@ -16,6 +34,7 @@
 #include <linux/scatterlist.h>
 #include <linux/xarray.h>
 #include <linux/mm_types.h>
+#include <linux/wait.h>
 #include <rdma/ib_verbs.h>
 #include <rdma/rdma_cm.h>
 
@@ -31,6 +50,12 @@ extern unsigned int rpage_connect_timeout_ms;
 extern unsigned int rpage_reconnect_delay_ms;
 extern unsigned int rpage_max_pool_mb;
 extern unsigned int rpage_io_timeout_ms;
+extern unsigned int rpage_loss_timeout_ms;
+extern unsigned int rpage_heartbeat_ms;
+extern unsigned int rpage_ack_timeout;
+
+/* Heartbeats that may go unanswered before a peer counts as gone. */
+#define RPAGE_HEARTBEAT_MISSES	5
 
 /* Connection setup and teardown run here, never in rdma_cm callbacks. */
 extern struct workqueue_struct *rpage_wq;
@@ -120,35 +145,30 @@ enum rpage_conn_state {
 };
 
 struct rpage_peer;
-struct rpage_io_op;
 
 /**
- * struct rpage_conn - one RC queue pair to or from a peer
+ * struct rpage_conn - one RC queue pair to or from a peer: what both
+ *	directions share (see struct rpage_out_conn, struct rpage_in_conn)
  * @kind: RPAGE_CM_CONN.
  * @peer: the peer; an inbound connection holds a reference.
  * @cm_id: its rdma_cm id; the queue pair is @cm_id->qp.
  * @dev: the device of @cm_id, referenced while the queue pair exists.
- * @cq: outbound: the send completion queue, polled by the data path
+ * @cq: outbound: the send completion queue, polled by whoever posted
  *	(IB_POLL_DIRECT); inbound: the one completion queue.
  * @recv_cq: outbound: the receive completion queue (control messages).
- * @recvs: outbound, first queue pair: the posted receive buffers.
+ * @recvs: the first queue pair of a set: the posted receive buffers.
  * @recv_lock: orders reposting a receive against teardown.
  * @closing: set under @recv_lock before the queue pair is destroyed.
  * @sq_free: send queue slots not taken by work requests in flight.
- * @max_write_sge: outbound: pages one RDMA WRITE may gather.
- * @max_read_sge: outbound: pages one RDMA READ may scatter into.
+ * @max_write_sge: pages one RDMA WRITE may gather.
+ * @max_read_sge: pages one RDMA READ may scatter into.
  * @inbound: the peer opened it (we serve); else we opened it (we read).
  * @index: which of the opener's queue pairs to the peer this is.
- * @state: RPAGE_CONN_*, changed under the owner's lock.
- * @claimed: inbound: whoever set it (under the peer's inbound_lock)
- *	tears the connection down; nobody else touches it after.
- * @synced: inbound, the reader's first queue pair: it has been sent
- *	every pool (under rpage_pools_lock).
- * @error: outbound: how the connection attempt ended, 0 if connected.
- * @reject_reason: outbound: RPAGE_REJECT_* if the peer refused us.
- * @done: outbound: completed when the connection attempt ends.
- * @entry: inbound: link in the peer's list of inbound connections.
- * @release_work: inbound: tears the connection down after a disconnect.
+ * @state: RPAGE_CONN_*; see rpage_conn_set_state().
+ * @users: held for reading by whoever posts work requests on the queue
+ *	pair, for writing by its teardown: nothing is posted on a queue
+ *	pair being destroyed, and nothing it posted is left behind.
+ * @hb_seq: heartbeats sent on it.
  */
 struct rpage_conn {
 	enum rpage_cm_kind kind;
@@ -166,12 +186,44 @@ struct rpage_conn {
 	bool inbound;
 	u16 index;
 	enum rpage_conn_state state;
-	bool claimed;
-	bool synced;
+	struct rw_semaphore users;
+	u64 hb_seq;
+};
+
+/**
+ * struct rpage_out_conn - a queue pair this host opened to read a peer
+ * @c: the connection.
+ * @error: how the last connection attempt ended, 0 if connected.
+ * @event: the rdma_cm event that ended it, or -1.
+ * @reject_reason: RPAGE_REJECT_* if the peer refused us.
+ * @done: completed when the connection attempt ends.
+ */
+struct rpage_out_conn {
+	struct rpage_conn c;
 	int error;
+	int event;
 	u32 reject_reason;
 	struct completion done;
+};
+
+/**
+ * struct rpage_in_conn - a queue pair a peer opened to read from us
+ * @c: the connection.
+ * @entry: link in the peer's list of inbound connections.
+ * @claimed: whoever set it (under the peer's inbound_lock) tears the
+ *	connection down; nobody else touches it after.
+ * @synced: the reader's first queue pair: it has been sent the pool
+ *	table (under rpage_pools_lock).
+ * @session: which connection set of the reader it belongs to: a new
+ *	first queue pair starts a set, and ends every older one.
+ * @release_work: tears the connection down once claimed.
+ */
+struct rpage_in_conn {
+	struct rpage_conn c;
 	struct list_head entry;
+	bool claimed;
+	bool synced;
+	u32 session;
 	struct work_struct release_work;
 };
 
@@ -191,28 +243,34 @@ struct rpage_recv {
 
 /**
  * struct rpage_rpool - a pool a peer exports to us
- * @entry: link in the peer's @rpools.
+ * @entry: link in the peer's @rpools while @listed.
+ * @ref: held by the peer's table while listed, and by every transfer
+ *	using it: a withdrawn or re-announced pool is freed only once no
+ *	transfer uses it any more.
+ * @peer: the exporter; whoever holds @ref holds the peer too.
  * @id: the pool's id on the peer.
+ * @generation: which incarnation of the pool this is.
  * @length: bytes.
  * @mr_bytes: bytes each of its memory regions covers.
  * @flags: RPAGE_POOL_*.
  * @nr_mrs: memory regions in the pool.
  * @received: how many of @mrs have arrived; usable when all have.
- * @inflight: reads and writes using it now (under the peer's
- *	rpools_lock).
- * @withdrawn: the peer withdrew it; it is off the list, and the last
- *	read or write acknowledges and frees it.
+ * @listed: in the peer's table (under rpools_lock).
+ * @withdrawn: the peer withdrew it: the last one out acknowledges.
  * @mrs: where each region is: address and key.
  */
 struct rpage_rpool {
 	struct list_head entry;
+	struct kref ref;
+	struct rpage_peer *peer;
 	u64 id;
+	u64 generation;
 	u64 length;
 	u64 mr_bytes;
 	u32 flags;
 	u32 nr_mrs;
 	u32 received;
-	u32 inflight;
+	bool listed;
 	bool withdrawn;
 	struct rpage_rmr {
 		u64 iova;
@@ -231,31 +289,50 @@ enum rpage_peer_state {
 
 /**
  * struct rpage_peer - a remote host, as the operator configured it
- * @entry: link in the list of peers (under rpage_config_lock).
- * @ref: held by the list, inbound connections and list readers.
+ * @entry: link in the list of peers (under rpage_peers_lock).
+ * @ref: held by the list, inbound connections, mappings and callers.
  * @name: the operator's name for it.
  * @uaddr: its endpoint, as configured.
  * @addr: the same, as a socket address.
  * @lock: serialises connecting and tearing down the outbound
  *	connections; held across a whole connection attempt.
- * @state_lock: protects @state and the fields reported about it.
- * @state: RPAGE_PEER_STATE_*; see rpage_peer_change_state().
+ * @state_lock: protects @state, the connections' states and the fields
+ *	reported about them.
+ * @state: RPAGE_PEER_STATE_*; see rpage_peer_set_state().
+ * @state_since: ktime_get_ns() when it entered @state.
+ * @down_since: jiffies since when it is unreachable, as far as known:
+ *	what the loss timeout counts from (see rpage_peer_transition()).
+ * @last_alive: jiffies of its last sign of life: a completion of ours on
+ *	its queue pairs, or a message from it.
+ * @connected_at: jiffies when it last became connected.
+ * @next_attempt: jiffies before which no connection attempt starts.
+ * @fail_streak: connection sets lost or refused in a row; the backoff.
+ * @cause: why it last changed state, in words.
+ * @wait: woken on every change of @state or of the loss timeout.
+ * @events: counts those changes, for waiters to tell one happened.
  * @conns: the outbound connections, @nr_conns of them.
  * @nr_conns: how many queue pairs this host opens to the peer.
  * @connect_work: (re)connects the outbound connections.
- * @inbound_lock: protects @inbound; never held across a wait.
- * @inbound: connections the peer opened to us.
+ * @synced: completed when the peer's pool table has arrived.
+ * @hb_work: heartbeats on the first outbound queue pair.
+ * @hb_in_work: heartbeats on the reader's first inbound queue pair.
+ * @inbound_lock: protects @inbound, @inbound_closed and @in_session.
+ * @inbound: connections the peer opened to us (struct rpage_in_conn).
+ * @inbound_closed: the peer is going away: accept no more.
+ * @in_session: the newest connection set the peer opened to us.
  * @last_reject: RPAGE_REJECT_* of the last refusal.
  * @last_error: errno of the last failed attempt, 0 if none.
  * @remote_node_id: the peer's node id, from its hello.
  * @remote_proto: the peer's protocol version, major << 16 | minor.
+ * @loss_timeout_ms: how long transfers wait for it to come back.
+ * @reconnects: times its outbound set was lost.
+ * @retried: transfers posted again after a transport failure.
+ * @lost: transfers failed after the loss timeout.
  * @counters: traffic to the peer; its connects are outbound connection
  *	sets established, its rejects outbound attempts the peer refused.
  * @fault_counters: the fault path of every mapping of its pools.
  * @id: the handle userspace names the peer by in reads and writes.
- * @io_rwsem: held for reading by every read or write in flight on the
- *	outbound queue pairs, for writing while they are torn down.
- * @rpools_lock: protects @rpools.
+ * @rpools_lock: protects @rpools and each pool's listing.
  * @rpools: the pools the peer exports to us (struct rpage_rpool).
  */
 struct rpage_peer {
@@ -267,19 +344,36 @@ struct rpage_peer {
 	struct mutex lock;		/* see kernel-doc */
 	spinlock_t state_lock;		/* see kernel-doc */
 	enum rpage_peer_state state;
-	struct rpage_conn *conns;
+	u64 state_since;
+	unsigned long down_since;
+	unsigned long last_alive;
+	unsigned long connected_at;
+	unsigned long next_attempt;
+	unsigned int fail_streak;
+	char cause[RPAGE_CAUSE_MAX];
+	wait_queue_head_t wait;
+	unsigned int events;
+	struct rpage_out_conn *conns;
 	unsigned int nr_conns;
 	struct delayed_work connect_work;
+	struct completion synced;
+	struct delayed_work hb_work;
+	struct delayed_work hb_in_work;
 	struct mutex inbound_lock;	/* see kernel-doc */
 	struct list_head inbound;
+	bool inbound_closed;
+	u32 in_session;
 	u32 last_reject;
 	u32 last_error;
 	u64 remote_node_id;
 	u32 remote_proto;
+	u32 loss_timeout_ms;
+	atomic64_t reconnects;
+	atomic64_t retried;
+	atomic64_t lost;
 	struct rpage_counters counters;
 	struct rpage_fault_counters_pcpu __percpu *fault_counters;
 	u32 id;
-	struct rw_semaphore io_rwsem;
 	spinlock_t rpools_lock;		/* see kernel-doc */
 	struct list_head rpools;
 };
@@ -314,41 +408,61 @@ struct rpage_fault_counters_pcpu {
 #define RPAGE_IO_MAX_SGE	16
 
 /**
- * struct rpage_io_req - pages in flight on one queue pair for one caller
- * @conn: the queue pair.
- * @write: RDMA WRITEs to the pool, else READs from it.
- * @pending: work requests posted and not completed.
- * @status: the first failure a completion reported, 0 if none.
- * @depth: most work requests in flight at once; 0 for as many as the
- *	send queue holds.
- * @complete: if set, told of each work request as it completes (in the
- *	context of whoever polls the completion queue; must not sleep).
+ * struct rpage_xfer_range - pages of one pool, for rpage_xfer()
+ * @pool_id: the pool's id on the peer.
+ * @generation: the incarnation of the pool to use; 0 for the one listed
+ *	now, and rpage_xfer() then sets it, so that a retry never moves
+ *	pages of another incarnation.
+ * @offset: pool byte offset of the range's page 0.
+ * @index: page i is at @offset + @index[i] pages; NULL: at i pages.
+ * @nr: pages.
+ * @extent: pages from @offset that @index may name (the pool must hold
+ *	them all); 0: @nr.
  */
-struct rpage_io_req {
-	struct rpage_conn *conn;
-	bool write;
-	atomic_t pending;
-	int status;
-	unsigned int depth;
-	void (*complete)(struct rpage_io_op *op, int status);
+struct rpage_xfer_range {
+	u64 pool_id;
+	u64 generation;
+	u64 offset;
+	const unsigned long *index;
+	unsigned long nr;
+	unsigned long extent;
 };
 
+struct rpage_xfer_run;
+
 /**
- * struct rpage_io_op - one work request: pages adjacent in the pool, or
- *	a control message
- * @cqe: completion entry.
- * @wr: the work request; its gather list is the caller's, one entry per
- *	page, @wr.wr.num_sge pages (or the message).
- * @req: the run it belongs to.
- * @posted_ns: when it was posted.
- * @first: the index of its first page in the caller's arrays.
+ * struct rpage_xfer - pages to move to or from a peer's pools
+ * @peer: the peer, referenced by the caller.
+ * @write: RDMA WRITE the pages to the pools; else READ into them.
+ * @killable: the caller's task waits: a fatal signal ends the transfer
+ *	(-EINTR). Not for workers.
+ * @ranges: where the pages go or come from, @nr_ranges of them.
+ * @nr_ranges: how many.
+ * @pages: the pages of every range, in order.
+ * @nr_pages: how many, the sum of the ranges' @nr.
+ * @depth: most work requests in flight at once; 0: as the queue allows.
+ * @node_id: the exporter's node id the ranges were bound to; 0: any.
+ * @done: if set, called (in the caller's context) for pages that are
+ *	done: moved (status 0), or given up on with the call's error.
+ *	Every page is reported exactly once.
+ * @slow: if set, called once (in the caller's context) before the
+ *	transfer first waits for long; the fault path drops mmap_lock.
+ * @priv: the caller's.
  */
-struct rpage_io_op {
-	struct ib_cqe cqe;
-	struct ib_rdma_wr wr;
-	struct rpage_io_req *req;
-	u64 posted_ns;
-	unsigned int first;
+struct rpage_xfer {
+	struct rpage_peer *peer;
+	bool write;
+	bool killable;
+	struct rpage_xfer_range *ranges;
+	unsigned int nr_ranges;
+	struct page **pages;
+	unsigned long nr_pages;
+	unsigned int depth;
+	u64 node_id;
+	void (*done)(struct rpage_xfer *x, unsigned long first,
+		     unsigned long nr, int status);
+	void (*slow)(struct rpage_xfer *x);
+	void *priv;
 };
 
 /**
@@ -360,6 +474,8 @@ struct rpage_io_op {
  * @f_mapping: the address space of that file, for unmapping pages.
  * @peer: the peer whose pool it maps, referenced.
  * @pool_id: the pool.
+ * @pool_generation: the incarnation of the pool it maps.
+ * @node_id: the exporter's node id when it was made.
  * @pool_offset: where in the pool the mapping starts, bytes.
  * @pgoff: the page offset of its first page in @f_mapping.
  * @nr_pages: pages.
@@ -380,6 +496,8 @@ struct rpage_mapping {
 	struct address_space *f_mapping;
 	struct rpage_peer *peer;
 	u64 pool_id;
+	u64 pool_generation;
+	u64 node_id;
 	u64 pool_offset;
 	pgoff_t pgoff;
 	unsigned long nr_pages;
@@ -399,6 +517,7 @@ enum rpage_fault_result {
 	RPAGE_FAULT_MINOR,
 	RPAGE_FAULT_WAITED,
 	RPAGE_FAULT_SIGBUS,
+	RPAGE_FAULT_RETRY,
 };
 
 /* The mmap offset of mapping @id, in pages; ids have 19 bits. */
@@ -428,6 +547,7 @@ int rpage_addr_to_sockaddr(const struct rpage_addr *uaddr,
 			   struct sockaddr_storage *ss);
 bool rpage_sockaddr_same_host(const struct sockaddr *a, const struct sockaddr *b);
 u16 rpage_sockaddr_port(const struct sockaddr *sa);
+bool rpage_name_valid(const char *name);
 
 /* rpage-ibdev.c */
 int rpage_ibdev_init(void);
@@ -438,36 +558,84 @@ void rpage_ibdev_unuse(struct rpage_ibdev *dev);
 long rpage_ioctl_device_list(struct rpage_file *rfile, void __user *argp);
 
 /* rpage-conn.c */
+void rpage_conn_init(struct rpage_conn *conn, struct rpage_peer *peer,
+		     bool inbound, u16 index);
 int rpage_conn_create_qp(struct rpage_conn *conn, struct rdma_cm_id *cm_id);
+int rpage_conn_setup_recvs(struct rpage_conn *conn);
 void rpage_conn_destroy(struct rpage_conn *conn);
+void rpage_conn_abort(struct rpage_conn *conn);
+bool rpage_conn_set_state(struct rpage_conn *conn, enum rpage_conn_state new);
+void rpage_conn_to_error(struct rpage_conn *conn);
+int rpage_conn_post_wait(struct rpage_conn *conn, struct ib_send_wr *wr,
+			 unsigned int timeout_ms, const char *what);
+int rpage_conn_send(struct rpage_conn *conn, const void *msg, u32 len,
+		    unsigned int timeout_ms, const char *what);
+int rpage_out_conn_connect(struct rpage_out_conn *oc);
 void rpage_hello_init(struct rpage_hello *hello, u16 qp_index, u16 nr_qps);
 u32 rpage_hello_check(const void *data, u8 len, struct rpage_hello *hello);
+const char *rpage_reject_name(u32 reason);
+
+/* rpage-peer.c */
 struct rpage_peer *rpage_peer_find_by_addr(const struct sockaddr *addr);
+struct rpage_peer *rpage_peer_get_by_id(u32 id);
 void rpage_peer_put(struct rpage_peer *peer);
-void rpage_peer_inbound_established(struct rpage_conn *conn);
-void rpage_peer_inbound_closed(struct rpage_conn *conn);
+void rpage_peer_note_remote(struct rpage_peer *peer,
+			    const struct rpage_hello *hello);
+__printf(2, 3)
+void rpage_peer_conn_lost(struct rpage_conn *conn, const char *fmt, ...);
+
+/* @peer just showed a sign of life (cheap: the data path calls it). */
+static inline void rpage_peer_alive(struct rpage_peer *peer)
+{
+	unsigned long now = jiffies;
+
+	if (READ_ONCE(peer->last_alive) != now)
+		WRITE_ONCE(peer->last_alive, now);
+}
+void rpage_peer_synced(struct rpage_peer *peer);
+int rpage_peer_wait_connected(struct rpage_peer *peer, bool killable,
+			      unsigned long failed_since,
+			      void (*before_wait)(void *ctx), void *ctx);
+struct rpage_conn *rpage_peer_use_conn(struct rpage_peer *peer,
+				       unsigned int index);
+int rpage_peer_send_ctl(struct rpage_peer *peer, const void *msg, u32 len);
+int rpage_peer_inbound_add(struct rpage_peer *peer, struct rpage_in_conn *in);
+void rpage_peer_inbound_established(struct rpage_in_conn *in);
+void rpage_peer_inbound_closed(struct rpage_in_conn *in, const char *why);
+struct rpage_in_conn **rpage_channels_collect(unsigned int *nr, bool synced);
 void rpage_peers_device_removed(struct rpage_ibdev *dev);
 void rpage_peers_device_added(void);
 void rpage_peers_exit(void);
 long rpage_ioctl_peer_add(struct rpage_file *rfile, void __user *argp);
 long rpage_ioctl_peer_del(struct rpage_file *rfile, void __user *argp);
 long rpage_ioctl_peer_list(struct rpage_file *rfile, void __user *argp);
+long rpage_ioctl_peer_set(struct rpage_file *rfile, void __user *argp);
+long rpage_ioctl_peer_status(struct rpage_file *rfile, void __user *argp);
+long rpage_peers_list_answer(void __user *argp, size_t entry_size,
+			     void (*fill_entry)(struct rpage_peer *peer,
+						void *entry));
+long rpage_peers_list_walk(void __user *argp, size_t entry_size,
+			   u32 (*fill_entries)(struct rpage_peer *peer,
+					       void *entries, u32 filled,
+					       u32 count));
 
-struct rpage_peer *rpage_peer_get_by_id(u32 id);
-struct rpage_conn **rpage_channels_collect(unsigned int *nr);
-void rpage_peer_io_failed(struct rpage_peer *peer);
+/* rpage-rpool.c */
+void rpage_msg_received(struct rpage_conn *conn, const void *buf, u32 len);
+struct rpage_rpool *rpage_rpool_get(struct rpage_peer *peer, u64 pool_id,
+				    u64 generation, u64 offset, u64 length,
+				    bool write);
+void rpage_rpool_put(struct rpage_rpool *rpool);
+bool rpage_rpool_withdrawn(struct rpage_rpool *rpool);
+void rpage_rpools_clear(struct rpage_peer *peer);
 long rpage_ioctl_remote_pool_list(struct rpage_file *rfile, void __user *argp);
-void rpage_conn_recv_done(struct ib_cq *cq, struct ib_wc *wc);
-int rpage_conn_setup_recvs(struct rpage_conn *conn);
-void rpage_conn_free_recvs(struct rpage_conn *conn);
-void rpage_rpool_put(struct rpage_peer *peer, struct rpage_rpool *rpool);
 
 /* rpage-pool.c */
 void rpage_pools_channel_up(void);
 void rpage_pools_barrier(void);
-void rpage_pools_acked(u64 pool_id);
+void rpage_pools_acked(struct rpage_peer *peer, u64 pool_id, u64 generation);
 void rpage_pools_device_removed(struct rpage_ibdev *dev);
 void rpage_pools_file_release(struct rpage_file *rfile);
+void rpage_pools_init(void);
 void rpage_pools_exit(void);
 long rpage_ioctl_pool_create(struct rpage_file *rfile, void __user *argp);
 long rpage_ioctl_pool_export(struct rpage_file *rfile, void __user *argp);
@@ -492,26 +660,12 @@ void rpage_fault_counters_sum(struct rpage_fault_counters_pcpu __percpu *c,
 			      struct rpage_fault_stats *out);
 long rpage_ioctl_peer_fault_stats(struct rpage_file *rfile, void __user *argp);
 
+/* rpage-xfer.c */
+int rpage_xfer(struct rpage_xfer *x);
+
 /* rpage-io.c */
 long rpage_ioctl_read(struct rpage_file *rfile, void __user *argp);
 long rpage_ioctl_write(struct rpage_file *rfile, void __user *argp);
-int rpage_io_begin(struct rpage_peer *peer, struct rpage_conn **connp);
-void rpage_io_end(struct rpage_peer *peer);
-struct rpage_rpool *rpage_rpool_get(struct rpage_peer *peer, u64 pool_id,
-				    u64 offset, u64 length, bool write);
-unsigned int rpage_io_map_pages(struct rpage_io_req *req, struct page **pages,
-				unsigned int nr, struct ib_sge *sges);
-void rpage_io_unmap_pages(struct rpage_io_req *req, const struct ib_sge *sges,
-			  unsigned int nr);
-unsigned int rpage_io_build(struct rpage_io_req *req,
-			    const struct rpage_rpool *rpool, u64 offset,
-			    const unsigned long *index, struct ib_sge *sges,
-			    unsigned int nr, struct rpage_io_op *ops);
-void rpage_io_build_send(struct rpage_io_req *req, struct ib_sge *sge,
-			 struct rpage_io_op *op);
-int rpage_io_run(struct rpage_io_req *req, struct rpage_io_op *ops,
-		 unsigned int n);
-bool rpage_io_transport_error(int err);
 
 /* rpage-map.c */
 long rpage_ioctl_map(struct rpage_file *rfile, void __user *argp);
@@ -525,6 +679,8 @@ void rpage_map_put(struct rpage_mapping *map);
 void rpage_maps_file_release(struct rpage_file *rfile);
 int rpage_mmap(struct file *file, struct vm_area_struct *vma);
 void rpage_map_wake(struct rpage_mapping *map);
+void rpage_map_xfer_init(struct rpage_mapping *map, struct rpage_xfer *x,
+			 struct rpage_xfer_range *range, bool write);
 
 /* rpage-fault.c */
 int rpage_fault_init(void);

@@ -20,13 +20,17 @@
 #include <linux/types.h>
 
 #define RPAGE_PROTO_MAGIC	0x31677072	/* "rpg1" on the wire */
-#define RPAGE_PROTO_MAJOR	1
+/*
+ * 2.0 (from 1.0): pools carry a generation, the pool table ends with
+ * RPAGE_MSG_POOL_SYNC, and either side may send RPAGE_MSG_HEARTBEAT.
+ */
+#define RPAGE_PROTO_MAJOR	2
 #define RPAGE_PROTO_MINOR	0
 
 /* Largest connect private data every RDMA transport carries. */
 #define RPAGE_PROTO_CONNECT_MAX	56
 
-/* No hello flag is defined by protocol 1.0. */
+/* No hello flag is defined by protocol 2.0. */
 #define RPAGE_HELLO_FLAGS_ALL	0U
 
 /**
@@ -72,9 +76,14 @@ struct rpage_reject {
 
 /*
  * Control messages travel by SEND/RECV on the first queue pair the
- * reader opened. The exporting host tells the reader which pools it may
- * read and with which keys; the reader acknowledges a withdrawn pool
- * once nothing of it is in flight any more. A message is at most
+ * reader opened. On a new one, the exporting host sends its pool table:
+ * an RPAGE_MSG_POOL_ADD for every pool the reader may read, with the
+ * regions' addresses and keys, then one RPAGE_MSG_POOL_SYNC; the reader
+ * uses none of the peer's pools before that. Later pools are announced
+ * and withdrawn as they come and go; the reader acknowledges a withdrawn
+ * pool once nothing of it is in flight any more. Either side sends an
+ * RPAGE_MSG_HEARTBEAT now and then: the send completing proves the
+ * other side is there, a message or not. A message is at most
  * RPAGE_MSG_MAX bytes; a pool with more memory regions than fit in one
  * RPAGE_MSG_POOL_ADD is sent in several.
  */
@@ -85,6 +94,8 @@ enum {
 	RPAGE_MSG_POOL_ADD	= 1,
 	RPAGE_MSG_POOL_DEL	= 2,
 	RPAGE_MSG_POOL_DEL_ACK	= 3,
+	RPAGE_MSG_POOL_SYNC	= 4,
+	RPAGE_MSG_HEARTBEAT	= 5,
 };
 
 /* Pool flags on the wire: the UAPI's RPAGE_POOL_* values. */
@@ -124,6 +135,9 @@ struct rpage_msg_mr {
  * struct rpage_msg_pool_add - a pool the reader may use, or more of it
  * @hdr: type RPAGE_MSG_POOL_ADD.
  * @pool_id: the pool's id on the exporting host.
+ * @generation: this incarnation of the pool, never 0: a pool destroyed
+ *	and created again with the same id has another generation, so
+ *	that a reader's mapping of the old one never reads the new one.
  * @length: the pool's bytes, a non-zero multiple of RPAGE_MSG_MR_ALIGN.
  * @mr_bytes: bytes each region covers, a multiple of RPAGE_MSG_MR_ALIGN;
  *	region i covers pool bytes [i * @mr_bytes, (i + 1) * @mr_bytes),
@@ -133,17 +147,20 @@ struct rpage_msg_mr {
  * @first_mr: index of @mrs[0] among them. The message with @first_mr 0
  *	(re)starts the pool; the pool is usable once all have arrived.
  * @count: entries in @mrs.
+ * @reserved: zero.
  * @mrs: regions @first_mr to @first_mr + @count - 1.
  */
 struct rpage_msg_pool_add {
 	struct rpage_msg_hdr hdr;
 	__le64 pool_id;
+	__le64 generation;
 	__le64 length;
 	__le64 mr_bytes;
 	__le32 flags;
 	__le32 nr_mrs;
 	__le32 first_mr;
 	__le32 count;
+	__u8 reserved[8];
 	struct rpage_msg_mr mrs[];
 };
 
@@ -151,10 +168,13 @@ struct rpage_msg_pool_add {
  * struct rpage_msg_pool_del - a pool the reader may no longer use
  * @hdr: type RPAGE_MSG_POOL_DEL.
  * @pool_id: the pool's id; its keys are invalidated right after.
+ * @generation: the incarnation withdrawn; a reader ignores the message
+ *	for any other.
  */
 struct rpage_msg_pool_del {
 	struct rpage_msg_hdr hdr;
 	__le64 pool_id;
+	__le64 generation;
 };
 
 /**
@@ -163,10 +183,41 @@ struct rpage_msg_pool_del {
  * @pool_id: the pool of an RPAGE_MSG_POOL_DEL; the reader sends it once
  *	no read or write of the pool is in flight, so the exporter can
  *	invalidate the keys without failing any of them.
+ * @generation: as in the RPAGE_MSG_POOL_DEL.
  */
 struct rpage_msg_pool_del_ack {
 	struct rpage_msg_hdr hdr;
 	__le64 pool_id;
+	__le64 generation;
+};
+
+/**
+ * struct rpage_msg_pool_sync - the pool table is complete
+ * @hdr: type RPAGE_MSG_POOL_SYNC, from the exporter, once after the
+ *	RPAGE_MSG_POOL_ADD of every pool on a new control queue pair.
+ * @nr_pools: how many pools the table holds.
+ * @reserved: zero.
+ *
+ * The reader counts a peer connected only from here on: a fault after a
+ * reconnect never finds the table half filled.
+ */
+struct rpage_msg_pool_sync {
+	struct rpage_msg_hdr hdr;
+	__le32 nr_pools;
+	__u8 reserved[4];
+};
+
+/**
+ * struct rpage_msg_heartbeat - either side is alive
+ * @hdr: type RPAGE_MSG_HEARTBEAT.
+ * @seq: the sender's count of heartbeats, for the curious.
+ *
+ * Nothing answers it: the sender learns what it needs from its own send
+ * completing (the peer's queue pair took the message) or not.
+ */
+struct rpage_msg_heartbeat {
+	struct rpage_msg_hdr hdr;
+	__le64 seq;
 };
 
 /* How many regions one RPAGE_MSG_POOL_ADD carries at most. */
@@ -194,9 +245,11 @@ static inline void rpage_proto_build_checks(void)
 	BUILD_BUG_ON(sizeof(struct rpage_reject) != 16);
 	BUILD_BUG_ON(sizeof(struct rpage_msg_hdr) != 8);
 	BUILD_BUG_ON(sizeof(struct rpage_msg_mr) != 16);
-	BUILD_BUG_ON(sizeof(struct rpage_msg_pool_add) != 48);
-	BUILD_BUG_ON(sizeof(struct rpage_msg_pool_del) != 16);
-	BUILD_BUG_ON(sizeof(struct rpage_msg_pool_del_ack) != 16);
+	BUILD_BUG_ON(sizeof(struct rpage_msg_pool_add) != 64);
+	BUILD_BUG_ON(sizeof(struct rpage_msg_pool_del) != 24);
+	BUILD_BUG_ON(sizeof(struct rpage_msg_pool_del_ack) != 24);
+	BUILD_BUG_ON(sizeof(struct rpage_msg_pool_sync) != 16);
+	BUILD_BUG_ON(sizeof(struct rpage_msg_heartbeat) != 16);
 	BUILD_BUG_ON(RPAGE_MSG_POOL_FLAGS_ALL != RPAGE_POOL_FLAGS_ALL);
 }
 #endif /* __KERNEL__ */

@@ -130,3 +130,33 @@ void rpage_fault_counters_sum(struct rpage_fault_counters_pcpu __percpu *c,
 	out->written = count[RPAGE_FC_WRITTEN];
 	out->sigbus = count[RPAGE_FC_SIGBUS];
 }
+
+static void rpage_peer_stats_entry(struct rpage_peer *peer, void *entry)
+{
+	struct rpage_peer_stats *stats = entry;
+
+	strscpy(stats->name, peer->name, sizeof(stats->name));
+	stats->peer_id = peer->id;
+	rpage_counters_sum(&peer->counters, &stats->stats);
+}
+
+long rpage_ioctl_peer_stats(struct rpage_file *rfile, void __user *argp)
+{
+	return rpage_peers_list_answer(argp, sizeof(struct rpage_peer_stats),
+				       rpage_peer_stats_entry);
+}
+
+static void rpage_peer_fault_stats_entry(struct rpage_peer *peer, void *entry)
+{
+	struct rpage_peer_fault_stats *stats = entry;
+
+	strscpy(stats->name, peer->name, sizeof(stats->name));
+	stats->peer_id = peer->id;
+	rpage_fault_counters_sum(peer->fault_counters, &stats->stats);
+}
+
+long rpage_ioctl_peer_fault_stats(struct rpage_file *rfile, void __user *argp)
+{
+	return rpage_peers_list_answer(argp, sizeof(struct rpage_peer_fault_stats),
+				       rpage_peer_fault_stats_entry);
+}

@@ -16,6 +16,7 @@ TRACE_DEFINE_ENUM(RPAGE_FAULT_FETCHED);
 TRACE_DEFINE_ENUM(RPAGE_FAULT_MINOR);
 TRACE_DEFINE_ENUM(RPAGE_FAULT_WAITED);
 TRACE_DEFINE_ENUM(RPAGE_FAULT_SIGBUS);
+TRACE_DEFINE_ENUM(RPAGE_FAULT_RETRY);
 
 TRACE_EVENT(rpage_fault_begin,
 	    TP_PROTO(u32 map_id, unsigned long index, unsigned long address,
@@ -34,25 +35,33 @@ TRACE_EVENT(rpage_fault_begin,
 		      __entry->write ? "write" : "read")
 );
 
+/*
+ * How a fault ended, its errno if it failed (or was retried after a
+ * failure), and its time in rpage.
+ */
 TRACE_EVENT(rpage_fault_end,
-	    TP_PROTO(u32 map_id, unsigned long index, int result, u64 ns),
-	    TP_ARGS(map_id, index, result, ns),
+	    TP_PROTO(u32 map_id, unsigned long index, int result, int err,
+		     u64 ns),
+	    TP_ARGS(map_id, index, result, err, ns),
 	    TP_STRUCT__entry(__field(u32, map_id)
 			     __field(int, result)
+			     __field(int, err)
 			     __field(unsigned long, index)
 			     __field(u64, ns)),
 	    TP_fast_assign(__entry->map_id = map_id;
 			   __entry->result = result;
+			   __entry->err = err;
 			   __entry->index = index;
 			   __entry->ns = ns;),
-	    TP_printk("map=%u index=%lu %s ns=%llu", __entry->map_id,
+	    TP_printk("map=%u index=%lu %s err=%d ns=%llu", __entry->map_id,
 		      __entry->index,
 		      __print_symbolic(__entry->result,
 				       { RPAGE_FAULT_FETCHED, "fetched" },
 				       { RPAGE_FAULT_MINOR, "minor" },
 				       { RPAGE_FAULT_WAITED, "waited" },
-				       { RPAGE_FAULT_SIGBUS, "sigbus" }),
-		      __entry->ns)
+				       { RPAGE_FAULT_SIGBUS, "sigbus" },
+				       { RPAGE_FAULT_RETRY, "retry" }),
+		      __entry->err, __entry->ns)
 );
 
 TRACE_EVENT(rpage_io_post,

@@ -61,6 +61,8 @@ enum {
 	_RPAGE_EVICT		= 0x14,
 	_RPAGE_MAP_STATS	= 0x15,
 	_RPAGE_PEER_FAULT_STATS	= 0x16,
+	_RPAGE_PEER_SET		= 0x17,
+	_RPAGE_PEER_STATUS	= 0x18,
 };
 
 /**
@@ -192,7 +194,12 @@ struct rpage_peer_config {
 	__u64 reserved[4];
 };
 
-/* Peer states (struct rpage_peer_info.state). */
+/*
+ * Peer states (struct rpage_peer_info.state). A peer is connected once
+ * every queue pair to it is up and it has sent its pool table; while it
+ * is connecting or reconnecting, reads, writes and faults of its pools
+ * wait for it, up to its loss timeout (struct rpage_peer_set).
+ */
 enum {
 	RPAGE_PEER_CONNECTING	= 1,
 	RPAGE_PEER_CONNECTED	= 2,
@@ -383,14 +390,20 @@ struct rpage_iovec {
  * @reserved: must be zero.
  *
  * The call returns when every range has completed, or fails as a whole
- * with the first error: ENOENT (unknown peer or pool), ERANGE (beyond
+ * with the first error. A transport failure (a queue pair in error, no
+ * completion for the module parameter io_timeout_ms, the peer
+ * reconnecting) is not an error of the call: the pages not yet moved are
+ * moved again once the peer is connected, for as long as the peer's loss
+ * timeout allows. Errors: ENOENT (unknown peer or pool), ERANGE (beyond
  * the pool), EINVAL (alignment, flags), E2BIG (more than the bounds
- * below), EFAULT (a bad pointer or buffer), ENOTCONN (peer not
- * connected), EPERM (write to a read-only pool), ETIMEDOUT (no page
- * completed for the module parameter io_timeout_ms), EIO (the transfer
- * failed). A failed read may have
- * filled part of the buffers; a failed write may have written part of
- * the ranges.
+ * below), EFAULT (a bad pointer or buffer), EPERM (write to a read-only
+ * pool), EBADF (a write through a file not opened for writing), ENOTCONN
+ * (the peer stayed unreachable past its loss timeout, or was deleted),
+ * EINTR (a fatal signal), ENOMEM. With a loss timeout of 0 a transport
+ * failure ends the call at once instead: ENOTCONN (not connected),
+ * ETIMEDOUT (no page completed for io_timeout_ms) or EIO (the transfer
+ * failed). A failed read may have filled part of the buffers; a failed
+ * write may have written part of the ranges.
  */
 struct rpage_io {
 	__u64 iov;
@@ -487,9 +500,17 @@ struct rpage_device_stats {
  * when the file closes, and virtual memory areas mapping it keep it
  * until they are unmapped. Every page starts absent; the first touch of
  * a page reads it from the peer inside the page fault, and from then on
- * the page is local and writable (post-copy). Pages that cannot be read
- * (peer unreachable, pool gone, no completion within the module
- * parameter io_timeout_ms) raise SIGBUS; pages already here stay.
+ * the page is local and writable (post-copy). The mapping is bound to
+ * the pool as it is now: if the peer destroys it, or destroys it and
+ * creates another pool with the same id, the mapping never reads the
+ * new one. A fault waits out a transport failure (see struct rpage_io)
+ * without holding the process's mmap lock; pages that cannot be read
+ * (pool gone or replaced, peer unreachable past its loss timeout, peer
+ * deleted) raise SIGBUS; pages already here stay.
+ *
+ * Errors: EINVAL (flags, reserved fields, alignment), E2BIG (too long),
+ * ENOENT (unknown peer, or the pool is not announced by the peer), ERANGE
+ * (beyond the pool), ENOSPC (no mapping id left), ENOMEM, EFAULT.
  */
 struct rpage_map {
 	__u32 peer_id;
@@ -548,7 +569,14 @@ struct rpage_unmap {
  * Every absent page of the range is claimed before the call returns:
  * a fault on one of them from then on waits for the prefetch's READ
  * instead of issuing its own. Without RPAGE_PREFETCH_WAIT the READs run
- * in the background.
+ * in the background. Like faults, a prefetch waits out a transport
+ * failure, up to the peer's loss timeout; pages it could not read are
+ * absent again (and, with RPAGE_PREFETCH_WAIT, counted in @failed).
+ *
+ * Errors: EINVAL (flags, depth, reserved fields, alignment), ENOENT
+ * (unknown mapping), ERANGE (beyond the mapping), ENOMEM, EFAULT; with
+ * RPAGE_PREFETCH_WAIT also EINTR (a fatal signal; pages already read
+ * stay).
  */
 struct rpage_prefetch {
 	__u64 map_id;
@@ -576,8 +604,16 @@ struct rpage_prefetch {
  * Dirty pages are written back to the pool with RDMA WRITEs, then every
  * page of the range is dropped from every process mapping it, so that
  * the next touch reads it from the peer again. Pages being fetched are
- * left alone. All or nothing: if a dirty page cannot be written back
- * (EROFS for a read-only pool, or a transfer error) no page is dropped.
+ * left alone. All or nothing: if a dirty page cannot be written back, no
+ * page is dropped. A transport failure is waited out as for a fault.
+ *
+ * Errors: EINVAL (flags, reserved fields, alignment), ENOENT (unknown
+ * mapping, or its pool is gone), ESTALE (the peer destroyed the pool and
+ * created another with the same id: nothing is written to it), ERANGE
+ * (beyond the mapping), EROFS (a read-only pool), ENOTCONN (the peer
+ * stayed unreachable past its loss timeout, or was deleted), EINTR (a
+ * fatal signal), ENOMEM, EFAULT; with a loss timeout of 0, ETIMEDOUT or
+ * EIO as for struct rpage_io.
  */
 struct rpage_evict {
 	__u64 map_id;
@@ -645,6 +681,71 @@ struct rpage_peer_fault_stats {
 	struct rpage_fault_stats stats;
 };
 
+/* What RPAGE_IOC_PEER_SET changes (struct rpage_peer_set.mask). */
+#define RPAGE_PEER_SET_LOSS_TIMEOUT	(1U << 0)
+#define RPAGE_PEER_SET_ALL		RPAGE_PEER_SET_LOSS_TIMEOUT
+
+/* The longest loss timeout: a day. */
+#define RPAGE_LOSS_TIMEOUT_MAX_MS	(24U * 3600 * 1000)
+
+/**
+ * struct rpage_peer_set - change the settings of a peer
+ * @name: the peer's name.
+ * @mask: RPAGE_PEER_SET_* bits, at least one: which fields below apply.
+ * @loss_timeout_ms: how long the peer may stay unreachable (not
+ *	connected, or failing every transfer) before the reads, writes,
+ *	faults, prefetches and evictions waiting for it fail; at most
+ *	RPAGE_LOSS_TIMEOUT_MAX_MS. 0 fails them at the first transport
+ *	failure. A new peer takes the module parameter loss_timeout_ms.
+ * @reserved: must be zero.
+ *
+ * Errors: EINVAL (mask, reserved fields, name, a value out of range),
+ * ENOENT (no such peer), EPERM (needs CAP_SYS_ADMIN).
+ */
+struct rpage_peer_set {
+	char  name[RPAGE_NAME_MAX];
+	__u32 mask;
+	__u32 loss_timeout_ms;
+	__u64 reserved[6];
+};
+
+/* The longest text of struct rpage_peer_status.cause, NUL included. */
+#define RPAGE_CAUSE_MAX		128
+
+/**
+ * struct rpage_peer_status - one entry of RPAGE_IOC_PEER_STATUS: how the
+ *	connection to a peer fares
+ * @name: the peer's name.
+ * @peer_id: its id (struct rpage_peer_info.id).
+ * @state: RPAGE_PEER_*, as in struct rpage_peer_info.
+ * @loss_timeout_ms: its loss timeout (struct rpage_peer_set).
+ * @reserved0: zero.
+ * @state_ms: milliseconds since the peer entered @state.
+ * @reconnects: times its connections were lost (the peer went from
+ *	connected to reconnecting).
+ * @retried: transfers to it posted again after a transport failure,
+ *	which their callers never saw.
+ * @lost: transfers failed because it stayed unreachable past its loss
+ *	timeout.
+ * @cause: why it last changed state, in words, NUL-terminated: a work
+ *	completion status, an rdma_cm event, an errno, "no completion for N
+ *	ms", a missed heartbeat, a refusal.
+ * @reserved: zero.
+ */
+struct rpage_peer_status {
+	char  name[RPAGE_NAME_MAX];
+	__u32 peer_id;
+	__u32 state;
+	__u32 loss_timeout_ms;
+	__u32 reserved0;
+	__u64 state_ms;
+	__u64 reconnects;
+	__u64 retried;
+	__u64 lost;
+	char  cause[RPAGE_CAUSE_MAX];
+	__u64 reserved[4];
+};
+
 #define RPAGE_IOC_API \
 	_IOWR(RPAGE_IOC_MAGIC, _RPAGE_API, struct rpage_api)
 #define RPAGE_IOC_DEVICE_LIST \
@@ -694,6 +795,10 @@ struct rpage_peer_fault_stats {
 	_IOWR(RPAGE_IOC_MAGIC, _RPAGE_MAP_STATS, struct rpage_map_stats)
 #define RPAGE_IOC_PEER_FAULT_STATS \
 	_IOWR(RPAGE_IOC_MAGIC, _RPAGE_PEER_FAULT_STATS, struct rpage_list)
+#define RPAGE_IOC_PEER_SET \
+	_IOW(RPAGE_IOC_MAGIC, _RPAGE_PEER_SET, struct rpage_peer_set)
+#define RPAGE_IOC_PEER_STATUS \
+	_IOWR(RPAGE_IOC_MAGIC, _RPAGE_PEER_STATUS, struct rpage_list)
 
 #define RPAGE_API_IOCTLS \
 	((1ULL << _RPAGE_API) | (1ULL << _RPAGE_DEVICE_LIST) | \
@@ -707,6 +812,7 @@ struct rpage_peer_fault_stats {
 	 (1ULL << _RPAGE_DEVICE_STATS) | (1ULL << _RPAGE_MAP) | \
 	 (1ULL << _RPAGE_UNMAP) | (1ULL << _RPAGE_PREFETCH) | \
 	 (1ULL << _RPAGE_EVICT) | (1ULL << _RPAGE_MAP_STATS) | \
-	 (1ULL << _RPAGE_PEER_FAULT_STATS))
+	 (1ULL << _RPAGE_PEER_FAULT_STATS) | (1ULL << _RPAGE_PEER_SET) | \
+	 (1ULL << _RPAGE_PEER_STATUS))
 
 #endif /* _UAPI_LINUX_RPAGE_H */

@@ -1,0 +1,1177 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * rpage: peers - the registry of configured hosts, the state of the
+ * connections this host opens to each (and how they are rebuilt), the
+ * heartbeats that notice a peer gone silent, and the bookkeeping of the
+ * connections each peer opens to us.
+ *
+ * A peer is connected once every outbound queue pair is up and the peer
+ * has sent its pool table. When a connection is lost (an rdma_cm event,
+ * a failed transfer, a missed heartbeat) the peer goes to reconnecting:
+ * the connect work tears the set down at once, so that whatever is in
+ * flight is flushed, and connects again after a backoff. Transfers wait
+ * for it meanwhile (rpage_peer_wait_connected()), up to the peer's loss
+ * timeout: a short outage costs a wait, not an error.
+ *
+ * Connecting and tearing down run in rpage_wq under peer->lock; the
+ * rdma_cm callbacks only advance a connection attempt and report how it
+ * ended, since an rdma_cm id cannot be destroyed from its own callback.
+ */
+#include "rpage-pri.h"
+
+#include <linux/random.h>
+#include <linux/slab.h>
+#include <linux/uaccess.h>
+
+#define RPAGE_MAX_QPS_PER_PEER	16
+/* A connection set that lived this long was fine: the backoff restarts. */
+#define RPAGE_STABLE_MS		10000
+/* The backoff grows to this many reconnect delays at most. */
+#define RPAGE_BACKOFF_MAX_SHIFT	3
+
+static LIST_HEAD(rpage_peers);
+/* Protects rpage_peers; never held across a wait on the network. */
+static DEFINE_MUTEX(rpage_peers_lock);
+/* Peer ids are never reused while the module is loaded. */
+static atomic_t rpage_next_peer_id = ATOMIC_INIT(0);
+
+static const char *const rpage_peer_state_names[] = {
+	[RPAGE_PEER_STATE_CONNECTING]	= "connecting",
+	[RPAGE_PEER_STATE_CONNECTED]	= "connected",
+	[RPAGE_PEER_STATE_RECONNECTING]	= "reconnecting",
+	[RPAGE_PEER_STATE_FAILED]	= "failed",
+	[RPAGE_PEER_STATE_DELETING]	= "deleting",
+};
+
+static void rpage_peer_teardown_inbound(struct rpage_peer *peer,
+					struct rpage_ibdev *only_dev);
+
+/*
+ * Since when a peer that was connected is unreachable: since its last
+ * sign of life, if that is recent enough to be it (heartbeats, when on,
+ * make it so: a silent peer is noticed within a few intervals), else
+ * since now. The loss timeout counts from there, so that a fault gives
+ * up about that long after the peer went quiet, not after we noticed.
+ */
+static unsigned long rpage_peer_unreachable_since(struct rpage_peer *peer)
+{
+	unsigned int window_ms = max(READ_ONCE(rpage_heartbeat_ms) *
+				     (RPAGE_HEARTBEAT_MISSES + 1),
+				     READ_ONCE(rpage_io_timeout_ms)) + 1000;
+	unsigned long alive = READ_ONCE(peer->last_alive);
+
+	if (time_after(alive, peer->connected_at) &&
+	    time_after(alive, jiffies - msecs_to_jiffies(window_ms)))
+		return alive;
+	return jiffies;
+}
+
+/*
+ * The one place a peer changes state, under its state lock. Whitelisted
+ * transitions only: a deleted peer stays deleted, and only an explicit
+ * re-add revives a failed one. Logs old -> new and @cause, which is also
+ * kept for `rpagectl peer show`. Returns false if not allowed.
+ */
+static bool rpage_peer_transition(struct rpage_peer *peer,
+				  enum rpage_peer_state new, const char *cause)
+{
+	enum rpage_peer_state old = peer->state;
+	bool allowed;
+
+	lockdep_assert_held(&peer->state_lock);
+	switch (new) {
+	case RPAGE_PEER_STATE_CONNECTED:
+		allowed = old == RPAGE_PEER_STATE_CONNECTING ||
+			  old == RPAGE_PEER_STATE_RECONNECTING;
+		break;
+	case RPAGE_PEER_STATE_RECONNECTING:
+		allowed = old == RPAGE_PEER_STATE_CONNECTING ||
+			  old == RPAGE_PEER_STATE_CONNECTED ||
+			  old == RPAGE_PEER_STATE_RECONNECTING;
+		break;
+	case RPAGE_PEER_STATE_FAILED:
+		allowed = old == RPAGE_PEER_STATE_CONNECTING ||
+			  old == RPAGE_PEER_STATE_RECONNECTING;
+		break;
+	case RPAGE_PEER_STATE_DELETING:
+		allowed = old != RPAGE_PEER_STATE_DELETING;
+		break;
+	default:
+		allowed = false;
+		break;
+	}
+	if (!allowed)
+		return false;
+
+	if (old != new) {
+		peer->state = new;
+		peer->state_since = ktime_get_ns();
+		if (old == RPAGE_PEER_STATE_CONNECTED) {
+			peer->down_since = rpage_peer_unreachable_since(peer);
+			atomic64_inc(&peer->reconnects);
+		}
+		if (new == RPAGE_PEER_STATE_CONNECTED)
+			peer->connected_at = jiffies;
+		pr_info("peer %s: %s -> %s: %s\n", peer->name,
+			rpage_peer_state_names[old], rpage_peer_state_names[new],
+			cause);
+	} else if (strcmp(peer->cause, cause)) {
+		/* Another failed attempt, for another reason. */
+		pr_info_ratelimited("peer %s: still %s: %s\n", peer->name,
+				    rpage_peer_state_names[new], cause);
+	}
+	strscpy(peer->cause, cause, sizeof(peer->cause));
+	peer->events++;
+	wake_up_all(&peer->wait);
+	return true;
+}
+
+static bool rpage_peer_set_state(struct rpage_peer *peer,
+				 enum rpage_peer_state new, const char *cause)
+{
+	bool ret;
+
+	spin_lock(&peer->state_lock);
+	ret = rpage_peer_transition(peer, new, cause);
+	spin_unlock(&peer->state_lock);
+	return ret;
+}
+
+static enum rpage_peer_state rpage_peer_state(struct rpage_peer *peer)
+{
+	return READ_ONCE(peer->state);
+}
+
+/*
+ * Under the state lock: when the next connection attempt may start. A
+ * set that was lost after working for a while is rebuilt at once (a few
+ * milliseconds of jitter aside); one that keeps failing waits the
+ * reconnect delay, doubled each time up to 8 times, plus up to half of
+ * it at random, so that a failure that repeats costs a reconnect a few
+ * seconds rather than a storm, and hosts restarted together do not
+ * retry in step.
+ */
+static unsigned long rpage_peer_backoff(struct rpage_peer *peer)
+{
+	unsigned int ms = READ_ONCE(rpage_reconnect_delay_ms);
+	u64 delay;
+
+	if (!peer->fail_streak)
+		return msecs_to_jiffies(get_random_u32_below(ms / 8 + 1));
+	delay = (u64)ms << min(peer->fail_streak - 1, RPAGE_BACKOFF_MAX_SHIFT);
+	delay += get_random_u32_below(delay / 2 + 1);
+	return msecs_to_jiffies(delay);
+}
+
+void rpage_peer_note_remote(struct rpage_peer *peer,
+			    const struct rpage_hello *hello)
+{
+	spin_lock(&peer->state_lock);
+	peer->remote_node_id = le64_to_cpu(hello->node_id);
+	peer->remote_proto = le16_to_cpu(hello->major) << 16 |
+			     le16_to_cpu(hello->minor);
+	spin_unlock(&peer->state_lock);
+}
+
+/* The peer's pool table is complete: the attempt may finish. */
+void rpage_peer_synced(struct rpage_peer *peer)
+{
+	complete(&peer->synced);
+}
+
+static void rpage_peer_release(struct kref *ref)
+{
+	struct rpage_peer *peer = container_of(ref, struct rpage_peer, ref);
+
+	rpage_rpools_clear(peer);
+	mutex_destroy(&peer->lock);
+	mutex_destroy(&peer->inbound_lock);
+	rpage_counters_free(&peer->counters);
+	rpage_fault_counters_free(&peer->fault_counters);
+	kfree(peer->conns);
+	kfree(peer);
+}
+
+void rpage_peer_put(struct rpage_peer *peer)
+{
+	kref_put(&peer->ref, rpage_peer_release);
+}
+
+/*
+ * Takes the outbound set down. What is in flight on any of its queue
+ * pairs is flushed first, all at once, then each is destroyed once its
+ * posters are done with it; the pool table goes with the set.
+ */
+static void rpage_peer_teardown_outbound(struct rpage_peer *peer)
+{
+	unsigned int i;
+
+	lockdep_assert_held(&peer->lock);
+	for (i = 0; i < peer->nr_conns; i++) {
+		struct rpage_conn *conn = &peer->conns[i].c;
+
+		rpage_conn_set_state(conn, RPAGE_CONN_CLOSED);
+		rpage_conn_to_error(conn);
+	}
+	for (i = 0; i < peer->nr_conns; i++)
+		rpage_conn_destroy(&peer->conns[i].c);
+	rpage_rpools_clear(peer);
+}
+
+/*
+ * An outbound connection of @peer is gone (how: @cause): a connected
+ * peer starts reconnecting, and its set is torn down right away so that
+ * nothing waits on a dead queue pair; an attempt in progress notices by
+ * itself. An inbound one ends the connection set it belongs to.
+ */
+void rpage_peer_conn_lost(struct rpage_conn *conn, const char *fmt, ...)
+{
+	struct rpage_peer *peer = conn->peer;
+	char cause[RPAGE_CAUSE_MAX];
+	bool schedule = false;
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(cause, sizeof(cause), fmt, ap);
+	va_end(ap);
+
+	if (conn->inbound) {
+		rpage_peer_inbound_closed(container_of(conn, struct rpage_in_conn,
+						       c), cause);
+		return;
+	}
+	spin_lock(&peer->state_lock);
+	if (conn->state == RPAGE_CONN_CONNECTED) {
+		conn->state = RPAGE_CONN_CLOSED;
+		if (peer->state == RPAGE_PEER_STATE_CONNECTED) {
+			if (time_before(jiffies, peer->connected_at +
+					msecs_to_jiffies(RPAGE_STABLE_MS)))
+				peer->fail_streak++;
+			else
+				peer->fail_streak = 0;
+			peer->next_attempt = jiffies + rpage_peer_backoff(peer);
+			schedule = rpage_peer_transition(peer,
+							 RPAGE_PEER_STATE_RECONNECTING,
+							 cause);
+		} else {
+			/* The attempt in progress reports this cause. */
+			strscpy(peer->cause, cause, sizeof(peer->cause));
+		}
+	}
+	spin_unlock(&peer->state_lock);
+	if (schedule)
+		mod_delayed_work(rpage_wq, &peer->connect_work, 0);
+}
+
+/* Words for how connecting queue pair @oc failed with @err. */
+static void rpage_peer_attempt_cause(struct rpage_out_conn *oc, int err,
+				     char *buf, size_t len)
+{
+	if (oc->reject_reason != RPAGE_REJECT_NONE)
+		snprintf(buf, len, "connecting queue pair %u: refused: %s",
+			 oc->c.index, rpage_reject_name(oc->reject_reason));
+	else if (oc->event >= 0)
+		snprintf(buf, len, "connecting queue pair %u: %s (%d)",
+			 oc->c.index, rdma_event_msg(oc->event), err);
+	else
+		snprintf(buf, len, "connecting queue pair %u: error %d",
+			 oc->c.index, err);
+}
+
+/* Connects every queue pair of the set and waits for the pool table. */
+static int rpage_peer_connect_set(struct rpage_peer *peer, u32 *reason,
+				  char *cause, size_t len)
+{
+	unsigned int i;
+	int ret;
+
+	reinit_completion(&peer->synced);
+	for (i = 0; i < peer->nr_conns; i++) {
+		ret = rpage_out_conn_connect(&peer->conns[i]);
+		if (ret) {
+			*reason = peer->conns[i].reject_reason;
+			rpage_peer_attempt_cause(&peer->conns[i], ret, cause, len);
+			return ret;
+		}
+	}
+	/* Until its pool table is here, a transfer would find no pool. */
+	if (!wait_for_completion_timeout(&peer->synced,
+					 msecs_to_jiffies(rpage_connect_timeout_ms))) {
+		snprintf(cause, len, "no pool table from the peer within %u ms",
+			 rpage_connect_timeout_ms);
+		return -ETIMEDOUT;
+	}
+	return 0;
+}
+
+static void rpage_peer_connect_work(struct work_struct *work)
+{
+	struct rpage_peer *peer = container_of(to_delayed_work(work),
+					       struct rpage_peer, connect_work);
+	char cause[RPAGE_CAUSE_MAX];
+	u32 reason = RPAGE_REJECT_NONE;
+	bool up = true;
+	unsigned int i;
+	long wait;
+	int ret;
+
+	mutex_lock(&peer->lock);
+	switch (rpage_peer_state(peer)) {
+	case RPAGE_PEER_STATE_CONNECTING:
+	case RPAGE_PEER_STATE_RECONNECTING:
+		break;
+	default:
+		goto out;
+	}
+
+	/* Whatever is left of the last set goes first, backoff or not. */
+	rpage_peer_teardown_outbound(peer);
+	wait = (long)(READ_ONCE(peer->next_attempt) - jiffies);
+	if (wait > 0) {
+		mod_delayed_work(rpage_wq, &peer->connect_work, wait);
+		goto out;
+	}
+
+	ret = rpage_peer_connect_set(peer, &reason, cause, sizeof(cause));
+	spin_lock(&peer->state_lock);
+	if (!ret) {
+		/* A queue pair lost since it connected fails the attempt. */
+		for (i = 0; i < peer->nr_conns; i++)
+			up &= peer->conns[i].c.state == RPAGE_CONN_CONNECTED;
+		if (!up) {
+			ret = -ECONNRESET;
+			strscpy(cause, peer->cause, sizeof(cause));
+		}
+	}
+	peer->last_error = ret < 0 ? -ret : 0;
+	if (reason != RPAGE_REJECT_NONE)
+		peer->last_reject = reason;
+	if (!ret) {
+		if (rpage_peer_transition(peer, RPAGE_PEER_STATE_CONNECTED,
+					  "every queue pair up, pool table received"))
+			atomic64_inc(&peer->counters.connects);
+		spin_unlock(&peer->state_lock);
+		goto out;
+	}
+	peer->fail_streak++;
+	peer->next_attempt = jiffies + rpage_peer_backoff(peer);
+	if (reason != RPAGE_REJECT_NONE)
+		atomic64_inc(&peer->counters.rejects);
+	/* Retrying cannot fix an incompatible protocol: the operator must. */
+	if (reason == RPAGE_REJECT_VERSION &&
+	    rpage_peer_transition(peer, RPAGE_PEER_STATE_FAILED, cause)) {
+		spin_unlock(&peer->state_lock);
+		rpage_peer_teardown_outbound(peer);
+		goto out;
+	}
+	rpage_peer_transition(peer, RPAGE_PEER_STATE_RECONNECTING, cause);
+	wait = (long)(peer->next_attempt - jiffies);
+	spin_unlock(&peer->state_lock);
+	rpage_peer_teardown_outbound(peer);
+	mod_delayed_work(rpage_wq, &peer->connect_work, max(wait, 0L));
+out:
+	mutex_unlock(&peer->lock);
+}
+
+/**
+ * rpage_peer_wait_connected - waits until @peer may carry a transfer
+ * @peer: the peer.
+ * @killable: the caller's task waits, and a fatal signal ends the wait.
+ * @failed_since: jiffies of the caller's first transport failure, or 0.
+ * @before_wait: if set, called once before the first sleep, with @ctx.
+ * @ctx: for @before_wait.
+ *
+ * Returns 0 once the peer is connected (its pool table in place). Gives
+ * up with -ENOTCONN when the peer has been unreachable for its loss
+ * timeout (counted from when it was last connected, or from
+ * @failed_since if that is earlier: a peer that comes back but fails
+ * every transfer is no better), at once if that timeout is 0, or when it
+ * is deleted or failed for good; -EINTR on a fatal signal.
+ */
+int rpage_peer_wait_connected(struct rpage_peer *peer, bool killable,
+			      unsigned long failed_since,
+			      void (*before_wait)(void *ctx), void *ctx)
+{
+	enum rpage_peer_state state;
+	unsigned long since, deadline;
+	unsigned int loss, seen;
+	long left;
+
+	for (;;) {
+		spin_lock(&peer->state_lock);
+		state = peer->state;
+		since = peer->down_since;
+		seen = peer->events;
+		loss = peer->loss_timeout_ms;
+		spin_unlock(&peer->state_lock);
+
+		if (state == RPAGE_PEER_STATE_CONNECTED)
+			return 0;
+		if (state == RPAGE_PEER_STATE_FAILED ||
+		    state == RPAGE_PEER_STATE_DELETING)
+			return -ENOTCONN;
+		if (failed_since && time_before(failed_since, since))
+			since = failed_since;
+		deadline = since + msecs_to_jiffies(loss);
+		if (!loss || time_after_eq(jiffies, deadline)) {
+			atomic64_inc(&peer->lost);
+			return -ENOTCONN;
+		}
+		if (before_wait) {
+			before_wait(ctx);
+			before_wait = NULL;
+		}
+		left = deadline - jiffies;
+		if (killable) {
+			left = wait_event_killable_timeout(peer->wait,
+							   READ_ONCE(peer->events) != seen,
+							   left);
+			if (left < 0)
+				return -EINTR;
+		} else {
+			wait_event_timeout(peer->wait,
+					   READ_ONCE(peer->events) != seen, left);
+		}
+	}
+}
+
+/*
+ * The outbound queue pair @index (modulo the set) of a connected @peer,
+ * with its users held for reading: it stays until rpage_conn_unuse().
+ * NULL if the peer or that queue pair is not connected.
+ */
+struct rpage_conn *rpage_peer_use_conn(struct rpage_peer *peer,
+				       unsigned int index)
+{
+	struct rpage_conn *conn = &peer->conns[index % peer->nr_conns].c;
+
+	down_read(&conn->users);
+	/* Teardown marks it closed before it waits for its users. */
+	if (rpage_peer_state(peer) != RPAGE_PEER_STATE_CONNECTED ||
+	    READ_ONCE(conn->state) != RPAGE_CONN_CONNECTED) {
+		up_read(&conn->users);
+		return NULL;
+	}
+	return conn;
+}
+
+/*
+ * Sends a control message to @peer as a reader (on the first outbound
+ * queue pair, where the exporter listens for them). A failed send means
+ * the queue pair is broken: the peer reconnects.
+ */
+int rpage_peer_send_ctl(struct rpage_peer *peer, const void *msg, u32 len)
+{
+	struct rpage_conn *conn;
+	int ret;
+
+	conn = rpage_peer_use_conn(peer, 0);
+	if (!conn)
+		return -ENOTCONN;
+	ret = rpage_conn_send(conn, msg, len, rpage_io_timeout_ms,
+			      "control message SEND");
+	up_read(&conn->users);
+	return ret;
+}
+
+/* The heartbeat interval now; a disabled heartbeat checks back later. */
+static unsigned long rpage_heartbeat_interval(void)
+{
+	unsigned int ms = READ_ONCE(rpage_heartbeat_ms);
+
+	return msecs_to_jiffies(ms ? ms : 1000);
+}
+
+/*
+ * Sends a heartbeat on @conn and says whether the peer took it: a send
+ * that completes means the peer's queue pair is there and has a receive
+ * posted. One that has not completed after RPAGE_HEARTBEAT_MISSES
+ * intervals, or that fails, ends the connection (rpage_conn_send()
+ * reports why: "outbound heartbeat: no completion for 5000 ms").
+ */
+static void rpage_heartbeat_send(struct rpage_conn *conn, const char *what)
+{
+	unsigned int ms = READ_ONCE(rpage_heartbeat_ms);
+	struct rpage_msg_heartbeat hb = {
+		.hdr.type = cpu_to_le16(RPAGE_MSG_HEARTBEAT),
+		.hdr.length = cpu_to_le32(sizeof(hb)),
+		.seq = cpu_to_le64(++conn->hb_seq),
+	};
+
+	rpage_conn_send(conn, &hb, sizeof(hb), ms * RPAGE_HEARTBEAT_MISSES, what);
+}
+
+/* Heartbeats to a peer we read from, on the first outbound queue pair. */
+static void rpage_peer_hb_work(struct work_struct *work)
+{
+	struct rpage_peer *peer = container_of(to_delayed_work(work),
+					       struct rpage_peer, hb_work);
+	struct rpage_conn *conn;
+
+	if (READ_ONCE(rpage_heartbeat_ms)) {
+		conn = rpage_peer_use_conn(peer, 0);
+		if (conn) {
+			rpage_heartbeat_send(conn, "outbound heartbeat");
+			up_read(&conn->users);
+		}
+	}
+	if (rpage_peer_state(peer) != RPAGE_PEER_STATE_DELETING)
+		mod_delayed_work(rpage_wq, &peer->hb_work,
+				 rpage_heartbeat_interval());
+}
+
+/*
+ * Heartbeats to a peer that reads from us, on its first queue pair: a
+ * reader that vanished without a word is noticed, and its connections
+ * released.
+ */
+static void rpage_peer_hb_in_work(struct work_struct *work)
+{
+	struct rpage_peer *peer = container_of(to_delayed_work(work),
+					       struct rpage_peer, hb_in_work);
+	struct rpage_in_conn *in, *found = NULL;
+
+	if (READ_ONCE(rpage_heartbeat_ms)) {
+		mutex_lock(&peer->inbound_lock);
+		list_for_each_entry(in, &peer->inbound, entry) {
+			if (in->c.index == 0 && !in->claimed &&
+			    READ_ONCE(in->c.state) == RPAGE_CONN_CONNECTED) {
+				/* Unclaimed: no teardown holds it yet. */
+				down_read(&in->c.users);
+				found = in;
+				break;
+			}
+		}
+		mutex_unlock(&peer->inbound_lock);
+		if (found) {
+			rpage_heartbeat_send(&found->c, "inbound heartbeat");
+			up_read(&found->c.users);
+		}
+	}
+	if (rpage_peer_state(peer) != RPAGE_PEER_STATE_DELETING)
+		mod_delayed_work(rpage_wq, &peer->hb_in_work,
+				 rpage_heartbeat_interval());
+}
+
+/* Finds the configured peer at @addr; returns a reference or NULL. */
+struct rpage_peer *rpage_peer_find_by_addr(const struct sockaddr *addr)
+{
+	struct rpage_peer *peer;
+
+	mutex_lock(&rpage_peers_lock);
+	list_for_each_entry(peer, &rpage_peers, entry) {
+		if (rpage_sockaddr_same_host((struct sockaddr *)&peer->addr, addr)) {
+			kref_get(&peer->ref);
+			mutex_unlock(&rpage_peers_lock);
+			return peer;
+		}
+	}
+	mutex_unlock(&rpage_peers_lock);
+	return NULL;
+}
+
+/* Finds a configured peer by its id; returns a reference or NULL. */
+struct rpage_peer *rpage_peer_get_by_id(u32 id)
+{
+	struct rpage_peer *peer;
+
+	mutex_lock(&rpage_peers_lock);
+	list_for_each_entry(peer, &rpage_peers, entry) {
+		if (peer->id == id) {
+			kref_get(&peer->ref);
+			mutex_unlock(&rpage_peers_lock);
+			return peer;
+		}
+	}
+	mutex_unlock(&rpage_peers_lock);
+	return NULL;
+}
+
+/* Inbound connections. */
+
+static void rpage_inbound_release_work(struct work_struct *work)
+{
+	struct rpage_in_conn *in = container_of(work, struct rpage_in_conn,
+						release_work);
+	struct rpage_peer *peer = in->c.peer;
+
+	/* No pool operation may still be using it. */
+	rpage_pools_barrier();
+	rpage_conn_destroy(&in->c);
+	kfree(in);
+	rpage_peer_put(peer);
+}
+
+/*
+ * Claims @in for teardown in the work queue; the caller holds the peer's
+ * inbound_lock and saw it unclaimed.
+ */
+static void rpage_inbound_claim(struct rpage_in_conn *in)
+{
+	lockdep_assert_held(&in->c.peer->inbound_lock);
+	in->claimed = true;
+	list_del_init(&in->entry);
+	rpage_conn_set_state(&in->c, RPAGE_CONN_CLOSED);
+	INIT_WORK(&in->release_work, rpage_inbound_release_work);
+	queue_work(rpage_wq, &in->release_work);
+}
+
+/*
+ * A peer opens a queue pair to us (@in, not yet accepted). Its first
+ * queue pair starts a new connection set: the reader has torn down the
+ * old one, even if we never heard of it (a link that was down, a reader
+ * that rebooted), so every older connection is released now - nothing
+ * stale keeps the control channel. Fails if the peer is going away.
+ */
+int rpage_peer_inbound_add(struct rpage_peer *peer, struct rpage_in_conn *in)
+{
+	struct rpage_in_conn *old, *tmp;
+	unsigned int stale = 0;
+
+	mutex_lock(&peer->inbound_lock);
+	if (peer->inbound_closed) {
+		mutex_unlock(&peer->inbound_lock);
+		return -ESHUTDOWN;
+	}
+	if (in->c.index == 0) {
+		peer->in_session++;
+		list_for_each_entry_safe(old, tmp, &peer->inbound, entry) {
+			rpage_inbound_claim(old);
+			stale++;
+		}
+	}
+	in->session = peer->in_session;
+	list_add_tail(&in->entry, &peer->inbound);
+	mutex_unlock(&peer->inbound_lock);
+	if (stale)
+		pr_info("peer %s: opened a new connection set; released %u stale inbound connections\n",
+			peer->name, stale);
+	return 0;
+}
+
+/* An inbound queue pair is established: a reader's first gets our pools. */
+void rpage_peer_inbound_established(struct rpage_in_conn *in)
+{
+	struct rpage_peer *peer = in->c.peer;
+
+	mutex_lock(&peer->inbound_lock);
+	if (!in->claimed)
+		rpage_conn_set_state(&in->c, RPAGE_CONN_CONNECTED);
+	mutex_unlock(&peer->inbound_lock);
+	atomic64_inc(&in->c.dev->counters.connects);
+	if (in->c.index == 0)
+		rpage_pools_channel_up();
+}
+
+/*
+ * An inbound queue pair closed or failed (@why): the connection set it
+ * belongs to is over, so all of it is released, unless already claimed.
+ */
+void rpage_peer_inbound_closed(struct rpage_in_conn *in, const char *why)
+{
+	struct rpage_peer *peer = in->c.peer;
+	struct rpage_in_conn *other, *tmp;
+	unsigned int n = 0;
+	u32 session;
+
+	mutex_lock(&peer->inbound_lock);
+	if (in->claimed) {
+		mutex_unlock(&peer->inbound_lock);
+		return;
+	}
+	session = in->session;
+	list_for_each_entry_safe(other, tmp, &peer->inbound, entry) {
+		if (other->session == session) {
+			rpage_inbound_claim(other);
+			n++;
+		}
+	}
+	mutex_unlock(&peer->inbound_lock);
+	pr_info("peer %s: released %u inbound connections: %s\n", peer->name,
+		n, why);
+}
+
+/* Takes down the inbound connections of @peer (on @only_dev, if set). */
+static void rpage_peer_teardown_inbound(struct rpage_peer *peer,
+					struct rpage_ibdev *only_dev)
+{
+	struct rpage_in_conn *in, *tmp;
+	LIST_HEAD(doomed);
+
+	mutex_lock(&peer->inbound_lock);
+	if (!only_dev)
+		peer->inbound_closed = true;
+	list_for_each_entry_safe(in, tmp, &peer->inbound, entry) {
+		if (only_dev && in->c.dev != only_dev)
+			continue;
+		/* From now on a disconnect callback leaves it to us. */
+		in->claimed = true;
+		rpage_conn_set_state(&in->c, RPAGE_CONN_CLOSED);
+		list_move(&in->entry, &doomed);
+	}
+	mutex_unlock(&peer->inbound_lock);
+
+	if (!list_empty(&doomed))
+		rpage_pools_barrier();
+	list_for_each_entry_safe(in, tmp, &doomed, entry) {
+		list_del_init(&in->entry);
+		rpage_conn_destroy(&in->c);
+		kfree(in);
+		rpage_peer_put(peer);
+	}
+}
+
+/*
+ * Every inbound connection that carries a pool table to a reader (the
+ * reader's first queue pair, connected and not being torn down; with
+ * @synced, only those that have been sent the table), in a kcalloc'ed
+ * array of *@nr the caller frees. The caller holds rpage_pools_lock,
+ * which keeps them from being destroyed until it drops it (see
+ * rpage_pools_barrier()).
+ */
+struct rpage_in_conn **rpage_channels_collect(unsigned int *nr, bool synced)
+{
+	struct rpage_in_conn **chans = NULL;
+	struct rpage_peer *peer;
+	struct rpage_in_conn *in;
+	unsigned int max = 0;
+
+	lockdep_assert_held(&rpage_pools_lock);
+	*nr = 0;
+	mutex_lock(&rpage_peers_lock);
+	list_for_each_entry(peer, &rpage_peers, entry)
+		max++;
+	if (max)
+		chans = kcalloc(max, sizeof(*chans), GFP_KERNEL);
+	list_for_each_entry(peer, &rpage_peers, entry) {
+		if (!chans)
+			break;
+		mutex_lock(&peer->inbound_lock);
+		list_for_each_entry(in, &peer->inbound, entry) {
+			if (in->c.index == 0 && !in->claimed &&
+			    READ_ONCE(in->c.state) == RPAGE_CONN_CONNECTED &&
+			    (!synced || in->synced)) {
+				chans[(*nr)++] = in;
+				break;
+			}
+		}
+		mutex_unlock(&peer->inbound_lock);
+	}
+	mutex_unlock(&rpage_peers_lock);
+	return chans;
+}
+
+/* Configuration. */
+
+static unsigned int rpage_peer_nr_qps(void)
+{
+	unsigned int n = rpage_qps_per_peer ? rpage_qps_per_peer :
+			 num_online_cpus();
+
+	return clamp(n, 1U, (unsigned int)RPAGE_MAX_QPS_PER_PEER);
+}
+
+static struct rpage_peer *rpage_peer_alloc(const struct rpage_peer_config *cfg,
+					   const struct sockaddr_storage *addr)
+{
+	struct rpage_peer *peer;
+	unsigned int i;
+
+	peer = kzalloc(sizeof(*peer), GFP_KERNEL);
+	if (!peer)
+		return NULL;
+	peer->nr_conns = rpage_peer_nr_qps();
+	peer->conns = kcalloc(peer->nr_conns, sizeof(*peer->conns), GFP_KERNEL);
+	if (!peer->conns || rpage_counters_init(&peer->counters) ||
+	    rpage_fault_counters_init(&peer->fault_counters)) {
+		rpage_counters_free(&peer->counters);
+		kfree(peer->conns);
+		kfree(peer);
+		return NULL;
+	}
+	kref_init(&peer->ref);
+	strscpy(peer->name, cfg->name, sizeof(peer->name));
+	peer->uaddr = cfg->addr;
+	if (!peer->uaddr.port)
+		peer->uaddr.port = RPAGE_DEFAULT_PORT;
+	peer->addr = *addr;
+	mutex_init(&peer->lock);
+	spin_lock_init(&peer->state_lock);
+	peer->state = RPAGE_PEER_STATE_CONNECTING;
+	peer->state_since = ktime_get_ns();
+	peer->down_since = jiffies;
+	peer->last_alive = jiffies;
+	peer->next_attempt = jiffies;
+	strscpy(peer->cause, "added", sizeof(peer->cause));
+	init_waitqueue_head(&peer->wait);
+	peer->loss_timeout_ms = READ_ONCE(rpage_loss_timeout_ms);
+	INIT_DELAYED_WORK(&peer->connect_work, rpage_peer_connect_work);
+	init_completion(&peer->synced);
+	INIT_DELAYED_WORK(&peer->hb_work, rpage_peer_hb_work);
+	INIT_DELAYED_WORK(&peer->hb_in_work, rpage_peer_hb_in_work);
+	mutex_init(&peer->inbound_lock);
+	INIT_LIST_HEAD(&peer->inbound);
+	peer->id = atomic_inc_return(&rpage_next_peer_id);
+	spin_lock_init(&peer->rpools_lock);
+	INIT_LIST_HEAD(&peer->rpools);
+	for (i = 0; i < peer->nr_conns; i++) {
+		rpage_conn_init(&peer->conns[i].c, peer, false, i);
+		init_completion(&peer->conns[i].done);
+	}
+	return peer;
+}
+
+long rpage_ioctl_peer_add(struct rpage_file *rfile, void __user *argp)
+{
+	struct rpage_peer_config cfg;
+	struct sockaddr_storage addr;
+	struct rpage_peer *peer, *other;
+	int ret;
+
+	if (copy_from_user(&cfg, argp, sizeof(cfg)))
+		return -EFAULT;
+	if (cfg.flags || cfg.reserved0 ||
+	    memchr_inv(cfg.reserved, 0, sizeof(cfg.reserved)))
+		return -EINVAL;
+	if (!rpage_name_valid(cfg.name))
+		return -EINVAL;
+	ret = rpage_addr_to_sockaddr(&cfg.addr, &addr);
+	if (ret)
+		return ret;
+
+	peer = rpage_peer_alloc(&cfg, &addr);
+	if (!peer)
+		return -ENOMEM;
+
+	mutex_lock(&rpage_peers_lock);
+	list_for_each_entry(other, &rpage_peers, entry) {
+		if (!strcmp(other->name, peer->name) ||
+		    rpage_sockaddr_same_host((struct sockaddr *)&other->addr,
+					     (struct sockaddr *)&addr)) {
+			mutex_unlock(&rpage_peers_lock);
+			rpage_peer_put(peer);
+			return -EEXIST;
+		}
+	}
+	list_add_tail(&peer->entry, &rpage_peers);
+	mod_delayed_work(rpage_wq, &peer->connect_work, 0);
+	mod_delayed_work(rpage_wq, &peer->hb_work, rpage_heartbeat_interval());
+	mod_delayed_work(rpage_wq, &peer->hb_in_work, rpage_heartbeat_interval());
+	mutex_unlock(&rpage_peers_lock);
+	pr_info("peer %s added (%pISpc, %u queue pairs, loss timeout %u ms)\n",
+		peer->name, &peer->addr, peer->nr_conns, peer->loss_timeout_ms);
+	return 0;
+}
+
+/* Stops and disconnects a peer already unlinked from rpage_peers. */
+static void rpage_peer_shutdown(struct rpage_peer *peer)
+{
+	/* Wakes every transfer waiting for the peer: they fail now. */
+	rpage_peer_set_state(peer, RPAGE_PEER_STATE_DELETING, "deleted");
+	cancel_delayed_work_sync(&peer->connect_work);
+	cancel_delayed_work_sync(&peer->hb_work);
+	cancel_delayed_work_sync(&peer->hb_in_work);
+	mutex_lock(&peer->lock);
+	rpage_peer_teardown_outbound(peer);
+	mutex_unlock(&peer->lock);
+	rpage_peer_teardown_inbound(peer, NULL);
+	/* A disconnect seen before the teardown may have queued it again. */
+	cancel_delayed_work_sync(&peer->connect_work);
+	pr_info("peer %s deleted\n", peer->name);
+	rpage_peer_put(peer);
+}
+
+/* Unlinks the peer called @name; returns it (the list's reference) or NULL. */
+static struct rpage_peer *rpage_peer_unlink(const char *name)
+{
+	struct rpage_peer *peer;
+
+	mutex_lock(&rpage_peers_lock);
+	list_for_each_entry(peer, &rpage_peers, entry) {
+		if (!strcmp(peer->name, name)) {
+			list_del(&peer->entry);
+			mutex_unlock(&rpage_peers_lock);
+			return peer;
+		}
+	}
+	mutex_unlock(&rpage_peers_lock);
+	return NULL;
+}
+
+long rpage_ioctl_peer_del(struct rpage_file *rfile, void __user *argp)
+{
+	struct rpage_peer_config cfg;
+	struct rpage_peer *peer;
+
+	if (copy_from_user(&cfg, argp, sizeof(cfg)))
+		return -EFAULT;
+	if (cfg.flags || cfg.reserved0 ||
+	    memchr_inv(cfg.reserved, 0, sizeof(cfg.reserved)) ||
+	    memchr_inv(&cfg.addr, 0, sizeof(cfg.addr)))
+		return -EINVAL;
+	if (!rpage_name_valid(cfg.name))
+		return -EINVAL;
+	peer = rpage_peer_unlink(cfg.name);
+	if (!peer)
+		return -ENOENT;
+	rpage_peer_shutdown(peer);
+	return 0;
+}
+
+long rpage_ioctl_peer_set(struct rpage_file *rfile, void __user *argp)
+{
+	struct rpage_peer_set arg;
+	struct rpage_peer *peer;
+	long ret = -ENOENT;
+
+	if (copy_from_user(&arg, argp, sizeof(arg)))
+		return -EFAULT;
+	if (!arg.mask || arg.mask & ~RPAGE_PEER_SET_ALL ||
+	    memchr_inv(arg.reserved, 0, sizeof(arg.reserved)) ||
+	    !rpage_name_valid(arg.name))
+		return -EINVAL;
+	if (arg.mask & RPAGE_PEER_SET_LOSS_TIMEOUT &&
+	    arg.loss_timeout_ms > RPAGE_LOSS_TIMEOUT_MAX_MS)
+		return -EINVAL;
+
+	mutex_lock(&rpage_peers_lock);
+	list_for_each_entry(peer, &rpage_peers, entry) {
+		if (strcmp(peer->name, arg.name))
+			continue;
+		spin_lock(&peer->state_lock);
+		if (arg.mask & RPAGE_PEER_SET_LOSS_TIMEOUT)
+			peer->loss_timeout_ms = arg.loss_timeout_ms;
+		/* Waiting transfers look at their deadline again. */
+		peer->events++;
+		spin_unlock(&peer->state_lock);
+		wake_up_all(&peer->wait);
+		pr_info("peer %s: loss timeout %u ms\n", peer->name,
+			arg.loss_timeout_ms);
+		ret = 0;
+		break;
+	}
+	mutex_unlock(&rpage_peers_lock);
+	return ret;
+}
+
+/* The state userspace is told: a peer being deleted is no more connected. */
+static u32 rpage_peer_uapi_state(enum rpage_peer_state state)
+{
+	return state == RPAGE_PEER_STATE_DELETING ? RPAGE_PEER_RECONNECTING :
+						    state;
+}
+
+static void rpage_peer_fill_info(struct rpage_peer *peer, void *entry)
+{
+	struct rpage_peer_info *info = entry;
+	struct rpage_in_conn *in;
+	unsigned int i;
+
+	strscpy(info->name, peer->name, sizeof(info->name));
+	info->addr = peer->uaddr;
+	spin_lock(&peer->state_lock);
+	info->state = rpage_peer_uapi_state(peer->state);
+	info->last_reject = peer->last_reject;
+	info->last_error = peer->last_error;
+	info->remote_node_id = peer->remote_node_id;
+	info->remote_proto = peer->remote_proto;
+	info->qps = peer->nr_conns;
+	for (i = 0; i < peer->nr_conns; i++)
+		if (peer->conns[i].c.state == RPAGE_CONN_CONNECTED)
+			info->qps_connected++;
+	spin_unlock(&peer->state_lock);
+	mutex_lock(&peer->inbound_lock);
+	list_for_each_entry(in, &peer->inbound, entry)
+		if (READ_ONCE(in->c.state) == RPAGE_CONN_CONNECTED)
+			info->qps_inbound++;
+	mutex_unlock(&peer->inbound_lock);
+	info->connects = atomic64_read(&peer->counters.connects);
+	info->rejects = atomic64_read(&peer->counters.rejects);
+	info->id = peer->id;
+}
+
+static void rpage_peer_fill_status(struct rpage_peer *peer, void *entry)
+{
+	struct rpage_peer_status *st = entry;
+
+	strscpy(st->name, peer->name, sizeof(st->name));
+	st->peer_id = peer->id;
+	spin_lock(&peer->state_lock);
+	st->state = rpage_peer_uapi_state(peer->state);
+	st->loss_timeout_ms = peer->loss_timeout_ms;
+	st->state_ms = div_u64(ktime_get_ns() - peer->state_since,
+			       NSEC_PER_MSEC);
+	strscpy(st->cause, peer->cause, sizeof(st->cause));
+	spin_unlock(&peer->state_lock);
+	st->reconnects = atomic64_read(&peer->reconnects);
+	st->retried = atomic64_read(&peer->retried);
+	st->lost = atomic64_read(&peer->lost);
+}
+
+/**
+ * struct rpage_peers_lister - a list answer built from every peer
+ * @entry_size: the size of one UAPI entry.
+ * @fill_entry: one entry per peer: writes @peer's at @entry; or
+ * @fill_entries: any number per peer: writes @peer's into @entries from
+ *	index @count on (those below @filled) and returns the new count.
+ */
+struct rpage_peers_lister {
+	size_t entry_size;
+	void (*fill_entry)(struct rpage_peer *peer, void *entry);
+	u32 (*fill_entries)(struct rpage_peer *peer, void *entries, u32 filled,
+			    u32 count);
+};
+
+static u32 rpage_peers_list_fill(void *entries, u32 filled, void *ctx)
+{
+	const struct rpage_peers_lister *lister = ctx;
+	struct rpage_peer *peer;
+	u32 count = 0;
+
+	list_for_each_entry(peer, &rpage_peers, entry) {
+		if (lister->fill_entries) {
+			count = lister->fill_entries(peer, entries, filled, count);
+			continue;
+		}
+		if (count < filled)
+			lister->fill_entry(peer, entries +
+					   count * lister->entry_size);
+		count++;
+	}
+	return count;
+}
+
+/* Answers a *_LIST command with one entry per peer, filled by @fill_entry. */
+long rpage_peers_list_answer(void __user *argp, size_t entry_size,
+			     void (*fill_entry)(struct rpage_peer *peer,
+						void *entry))
+{
+	struct rpage_peers_lister lister = {
+		.entry_size = entry_size,
+		.fill_entry = fill_entry,
+	};
+
+	return rpage_list_answer(argp, entry_size, &rpage_peers_lock,
+				 rpage_peers_list_fill, &lister);
+}
+
+/* Answers a *_LIST command with the entries @fill_entries gives per peer. */
+long rpage_peers_list_walk(void __user *argp, size_t entry_size,
+			   u32 (*fill_entries)(struct rpage_peer *peer,
+					       void *entries, u32 filled,
+					       u32 count))
+{
+	struct rpage_peers_lister lister = {
+		.entry_size = entry_size,
+		.fill_entries = fill_entries,
+	};
+
+	return rpage_list_answer(argp, entry_size, &rpage_peers_lock,
+				 rpage_peers_list_fill, &lister);
+}
+
+long rpage_ioctl_peer_list(struct rpage_file *rfile, void __user *argp)
+{
+	return rpage_peers_list_answer(argp, sizeof(struct rpage_peer_info),
+				       rpage_peer_fill_info);
+}
+
+long rpage_ioctl_peer_status(struct rpage_file *rfile, void __user *argp)
+{
+	return rpage_peers_list_answer(argp, sizeof(struct rpage_peer_status),
+				       rpage_peer_fill_status);
+}
+
+/* Every configured peer, referenced, in a kcalloc'ed array of *@nr. */
+static struct rpage_peer **rpage_peers_grab(unsigned int *nr)
+{
+	struct rpage_peer **peers;
+	struct rpage_peer *peer;
+	unsigned int n = 0;
+
+	mutex_lock(&rpage_peers_lock);
+	list_for_each_entry(peer, &rpage_peers, entry)
+		n++;
+	peers = kcalloc(n, sizeof(*peers), GFP_KERNEL | __GFP_NOFAIL);
+	n = 0;
+	list_for_each_entry(peer, &rpage_peers, entry) {
+		kref_get(&peer->ref);
+		peers[n++] = peer;
+	}
+	mutex_unlock(&rpage_peers_lock);
+	*nr = n;
+	return peers;
+}
+
+/*
+ * @dev is going away: take every queue pair on it down now, before the
+ * device is, and let the outbound sets reconnect on what remains.
+ */
+void rpage_peers_device_removed(struct rpage_ibdev *dev)
+{
+	char cause[RPAGE_CAUSE_MAX];
+	struct rpage_peer **peers;
+	struct rpage_peer *peer;
+	unsigned int n, i, c;
+	bool hit;
+
+	snprintf(cause, sizeof(cause), "RDMA device %s removed",
+		 dev_name(&dev->ibdev->dev));
+	peers = rpage_peers_grab(&n);
+	for (i = 0; i < n; i++) {
+		peer = peers[i];
+		mutex_lock(&peer->lock);
+		hit = false;
+		for (c = 0; c < peer->nr_conns; c++)
+			hit |= peer->conns[c].c.dev == dev;
+		if (hit) {
+			rpage_peer_teardown_outbound(peer);
+			spin_lock(&peer->state_lock);
+			peer->next_attempt = jiffies + rpage_peer_backoff(peer);
+			hit = rpage_peer_transition(peer, RPAGE_PEER_STATE_RECONNECTING,
+						    cause);
+			spin_unlock(&peer->state_lock);
+			if (hit)
+				mod_delayed_work(rpage_wq, &peer->connect_work,
+						 msecs_to_jiffies(rpage_reconnect_delay_ms));
+		}
+		mutex_unlock(&peer->lock);
+		rpage_peer_teardown_inbound(peer, dev);
+		rpage_peer_put(peer);
+	}
+	kfree(peers);
+}
+
+/* A device arrived: peers waiting to reconnect may try at once. */
+void rpage_peers_device_added(void)
+{
+	struct rpage_peer *peer;
+
+	mutex_lock(&rpage_peers_lock);
+	list_for_each_entry(peer, &rpage_peers, entry) {
+		if (rpage_peer_state(peer) != RPAGE_PEER_STATE_RECONNECTING)
+			continue;
+		WRITE_ONCE(peer->next_attempt, jiffies);
+		mod_delayed_work(rpage_wq, &peer->connect_work, 0);
+	}
+	mutex_unlock(&rpage_peers_lock);
+}
+
+void rpage_peers_exit(void)
+{
+	struct rpage_peer *peer;
+
+	for (;;) {
+		mutex_lock(&rpage_peers_lock);
+		peer = list_first_entry_or_null(&rpage_peers, struct rpage_peer,
+						entry);
+		if (peer)
+			list_del(&peer->entry);
+		mutex_unlock(&rpage_peers_lock);
+		if (!peer)
+			break;
+		rpage_peer_shutdown(peer);
+	}
+	/* Inbound connections released by their own disconnects. */
+	flush_workqueue(rpage_wq);
+}
