@@ -165,6 +165,16 @@ RPAGE_EXPORT int rpage_peer_fault_stats(int fd, struct rpage_list *list)
 	return rpage_ioctl(fd, RPAGE_IOC_PEER_FAULT_STATS, list);
 }
 
+RPAGE_EXPORT int rpage_peer_set(int fd, const struct rpage_peer_set *set)
+{
+	return rpage_ioctl(fd, RPAGE_IOC_PEER_SET, (void *)set);
+}
+
+RPAGE_EXPORT int rpage_peer_status(int fd, struct rpage_list *list)
+{
+	return rpage_ioctl(fd, RPAGE_IOC_PEER_STATUS, list);
+}
+
 /* RPAGE_IOC_UNMAP of @map_id: 0 or -errno. */
 static int map_id_destroy(int fd, __u64 map_id)
 {

@@ -146,6 +146,19 @@ int rpage_map_stats(int fd, struct rpage_map_stats *st);
 int rpage_peer_fault_stats(int fd, struct rpage_list *list);
 
 /*
+ * RPAGE_IOC_PEER_SET: change settings of a peer (by name), those whose
+ * bits @set->mask has: its loss timeout.
+ */
+int rpage_peer_set(int fd, const struct rpage_peer_set *set);
+
+/*
+ * RPAGE_IOC_PEER_STATUS: how the connection to every peer fares (time in
+ * state, why it last changed, reconnects, transfers retried and lost);
+ * entries are struct rpage_peer_status.
+ */
+int rpage_peer_status(int fd, struct rpage_list *list);
+
+/*
  * The latency below which @pct percent (0 < @pct <= 100) of the counts
  * of the log2 histogram @hist (@buckets buckets, 1 to 64, laid out as
  * struct rpage_stats.latency) fall, as the upper bound of the bucket

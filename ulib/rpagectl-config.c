@@ -405,75 +405,106 @@ int cmd_endpoint(int argc, char **argv)
 
 static void peer_usage(void)
 {
-	puts("Usage: rpagectl peer add NAME addr ADDR [ port PORT ]\n"
+	puts("Usage: rpagectl peer add NAME addr ADDR [ port PORT ] [ loss-timeout SECONDS ]\n"
+	     "       rpagectl peer set NAME loss-timeout SECONDS\n"
 	     "       rpagectl peer del NAME\n"
 	     "       rpagectl peer [ show [ NAME ] ]\n"
 	     "NAME := 1 to 63 of A-Z a-z 0-9 . _ -\n"
 	     "ADDR := { IPV4-ADDRESS | IPV6-ADDRESS[%INTERFACE] }\n"
-	     "PORT := 1..65535 (default 7471)");
+	     "PORT := 1..65535 (default 7471)\n"
+	     "SECONDS := 0 to 86400, to the millisecond: how long transfers wait for the\n"
+	     "           peer to come back before they fail (0: at once; default: the\n"
+	     "           module parameter loss_timeout_ms)");
 }
 
-static void peer_print(struct json_writer *jw, const struct rpage_peer_info *info)
+/*
+ * One peer: what RPAGE_IOC_PEER_LIST says of it, and how its connection
+ * fares (@st, NULL from a module without RPAGE_IOC_PEER_STATUS).
+ */
+static void peer_print(struct json_writer *jw, const struct rpage_peer_info *info,
+		       const struct rpage_peer_status *st)
 {
 	char addr[RPAGE_ADDR_STRLEN], node[32], proto[32], error[32];
-	const char *state = NAME_OF(peer_states, info->state);
-	const char *reject = NAME_OF(reject_reasons, info->last_reject);
+	char qps[32];
 
 	format_addr(&info->addr, addr, sizeof(addr));
 	snprintf(node, sizeof(node), "0x%" PRIx64, (uint64_t)info->remote_node_id);
 	snprintf(proto, sizeof(proto), "%u.%u", info->remote_proto >> 16,
 		 info->remote_proto & 0xffff);
 	format_errno(info->last_error, error, sizeof(error));
+	snprintf(qps, sizeof(qps), "%u/%u", info->qps_connected, info->qps);
 
-	if (!jw) {
-		printf("%s id %u addr %s port %u state %s qps %u/%u inbound %u node %s proto %s"
-		       " connects %" PRIu64 " rejects %" PRIu64
-		       " last-reject %s last-error %s\n",
-		       info->name, info->id, addr, info->addr.port, state,
-		       info->qps_connected, info->qps, info->qps_inbound, node,
-		       proto, (uint64_t)info->connects, (uint64_t)info->rejects,
-		       reject, error);
-		return;
+	if (jw)
+		json_open_object(jw, NULL);
+	print_str(jw, "name", NULL, info->name);
+	print_u64(jw, "id", "id", info->id);
+	print_str(jw, "addr", "addr", addr);
+	print_u64(jw, "port", "port", info->addr.port);
+	print_str(jw, "state", "state", NAME_OF(peer_states, info->state));
+	if (jw) {
+		json_uint(jw, "qps", info->qps);
+		json_uint(jw, "qps_connected", info->qps_connected);
+	} else {
+		printf(" qps %s", qps);
 	}
-	json_open_object(jw, NULL);
-	json_string(jw, "name", info->name);
-	json_uint(jw, "id", info->id);
-	json_string(jw, "addr", addr);
-	json_uint(jw, "port", info->addr.port);
-	json_string(jw, "state", state);
-	json_uint(jw, "qps", info->qps);
-	json_uint(jw, "qps_connected", info->qps_connected);
-	json_uint(jw, "qps_inbound", info->qps_inbound);
-	json_string(jw, "node_id", node);
-	json_string(jw, "proto", proto);
-	json_uint(jw, "connects", info->connects);
-	json_uint(jw, "rejects", info->rejects);
-	json_string(jw, "last_reject", reject);
-	json_string(jw, "last_error", error);
-	json_close_object(jw);
+	print_u64(jw, "qps_inbound", "inbound", info->qps_inbound);
+	print_str(jw, "node_id", "node", node);
+	print_str(jw, "proto", "proto", proto);
+	print_u64(jw, "connects", "connects", info->connects);
+	print_u64(jw, "rejects", "rejects", info->rejects);
+	print_str(jw, "last_reject", "last-reject",
+		  NAME_OF(reject_reasons, info->last_reject));
+	print_str(jw, "last_error", "last-error", error);
+	if (st) {
+		if (!jw)
+			printf("\n   ");
+		print_ms(jw, "loss_timeout_ms", "loss-timeout", st->loss_timeout_ms);
+		print_ms(jw, "state_ms", "in-state", st->state_ms);
+		print_u64(jw, "reconnects", "reconnects", st->reconnects);
+		print_u64(jw, "retried", "retried", st->retried);
+		print_u64(jw, "lost", "lost", st->lost);
+		print_str(jw, "cause", "cause", st->cause);
+	}
+	if (jw)
+		json_close_object(jw);
+	else
+		putchar('\n');
 }
 
 /* peer [ show [ NAME ] ]: all peers, or the one named @name. */
 static int peer_show(int fd, const char *name)
 {
+	struct rpage_peer_status *sts = NULL;
 	struct rpage_peer_info *infos;
 	struct json_writer jw;
 	bool found = false;
 	void *buf = NULL;
-	int count;
+	int count, nr_st;
 
 	count = fetch_list(fd, rpage_peer_list, sizeof(*infos), &buf);
 	infos = buf;
 	if (count < 0)
 		return fail_cmd("peer show", name, -count, NULL);
+	buf = NULL;
+	nr_st = fetch_list(fd, rpage_peer_status, sizeof(*sts), &buf);
+	sts = buf;
+	if (nr_st == -ENOTTY) {
+		nr_st = 0;	/* an older module: no status to show */
+	} else if (nr_st < 0) {
+		free(infos);
+		return fail_cmd("peer show", name, -nr_st, NULL);
+	}
 
 	for (int i = 0; i < count; i++)
 		infos[i].name[sizeof(infos[i].name) - 1] = '\0';
+	for (int i = 0; i < nr_st; i++)
+		sts[i].cause[sizeof(sts[i].cause) - 1] = '\0';
 	if (name) {
 		for (int i = 0; i < count; i++)
 			found |= !strcmp(infos[i].name, name);
 		if (!found) {
 			free(infos);
+			free(sts);
 			fail("peer show: no peer named %s", name);
 			return 1;
 		}
@@ -483,24 +514,61 @@ static int peer_show(int fd, const char *name)
 		json_open_array(&jw, NULL);
 	}
 	for (int i = 0; i < count; i++) {
+		const struct rpage_peer_status *st = NULL;
+
 		if (name && strcmp(infos[i].name, name))
 			continue;
-		peer_print(opt_json ? &jw : NULL, &infos[i]);
+		for (int j = 0; j < nr_st; j++)
+			if (sts[j].peer_id == infos[i].id)
+				st = &sts[j];
+		peer_print(opt_json ? &jw : NULL, &infos[i], st);
 	}
 	if (opt_json) {
 		json_close_array(&jw);
 		json_finish(&jw);
 	}
 	free(infos);
+	free(sts);
 	return 0;
 }
 
-/* peer add NAME addr ADDR [ port PORT ] */
+/* SECONDS of a loss timeout, to the millisecond, into @ms; 0 or 2. */
+static int parse_loss_timeout(const char *subject, const char *text, __u32 *ms)
+{
+	char *end;
+	double s;
+
+	errno = 0;
+	s = strtod(text, &end);
+	if (errno || end == text || *end || !(s >= 0) ||
+	    s * 1000 > RPAGE_LOSS_TIMEOUT_MAX_MS)
+		return usage_error("%s: loss-timeout '%s' is not a number of seconds from 0 to %u",
+				   subject, text, RPAGE_LOSS_TIMEOUT_MAX_MS / 1000);
+	*ms = (__u32)(s * 1000 + 0.5);
+	return 0;
+}
+
+/* RPAGE_IOC_PEER_SET of @set on a new file; 0 or -errno. */
+static int peer_set_on_device(const struct rpage_peer_set *set)
+{
+	int fd, ret;
+
+	fd = open_device(NULL);
+	if (fd < 0)
+		return -EBADF;
+	ret = rpage_peer_set(fd, set);
+	close(fd);
+	return ret;
+}
+
+/* peer add NAME addr ADDR [ port PORT ] [ loss-timeout SECONDS ] */
 static int peer_add(int argc, char **argv)
 {
-	const char *addr_text = NULL, *port_text = NULL;
+	const char *addr_text = NULL, *port_text = NULL, *loss_text = NULL;
+	static const char *const keys[] = { "addr", "port", "loss-timeout" };
 	const char *what = "peer add";
 	struct rpage_peer_config peer;
+	struct rpage_peer_set set;
 	char subject[96];
 	__u16 port = RPAGE_DEFAULT_PORT;
 	const char *words = NULL;
@@ -512,22 +580,22 @@ static int peer_add(int argc, char **argv)
 	if (ret)
 		return ret;
 	for (int i = 1; i < argc; i += 2) {
-		const char **slot;
+		const char **slots[] = { &addr_text, &port_text, &loss_text };
+		int k = -1;
 
-		if (matches(argv[i], "addr"))
-			slot = &addr_text;
-		else if (matches(argv[i], "port"))
-			slot = &port_text;
-		else
+		for (int j = 0; j < 3; j++)
+			if (matches(argv[i], keys[j]))
+				k = j;
+		if (k < 0)
 			return usage_error("%s %s: unexpected argument '%s'",
 					   what, argv[0], argv[i]);
-		if (*slot)
+		if (*slots[k])
 			return usage_error("%s %s: '%s' given twice", what,
-					   argv[0], slot == &addr_text ? "addr" : "port");
+					   argv[0], keys[k]);
 		if (i + 1 >= argc)
 			return usage_error("%s %s: '%s' needs a value", what,
-					   argv[0], slot == &addr_text ? "addr" : "port");
-		*slot = argv[i + 1];
+					   argv[0], keys[k]);
+		*slots[k] = argv[i + 1];
 	}
 	if (!addr_text)
 		return usage_error("%s %s: missing 'addr ADDR'", what, argv[0]);
@@ -537,16 +605,39 @@ static int peer_add(int argc, char **argv)
 		if (ret)
 			return ret;
 	}
+	memset(&set, 0, sizeof(set));
+	if (loss_text) {
+		ret = parse_loss_timeout(subject, loss_text, &set.loss_timeout_ms);
+		if (ret)
+			return ret;
+		set.mask = RPAGE_PEER_SET_LOSS_TIMEOUT;
+	}
 	memset(&peer, 0, sizeof(peer));
 	ret = parse_addr(subject, addr_text, port, &peer.addr);
 	if (ret)
 		return ret;
 	memcpy(peer.name, argv[0], strlen(argv[0]));
+	memcpy(set.name, argv[0], strlen(argv[0]));
 
 	fd = open_device(NULL);
 	if (fd < 0)
 		return 1;
 	ret = rpage_peer_add(fd, &peer);
+	/*
+	 * The peer has the default loss timeout for the moment in between:
+	 * it has no pool to read before it connects anyway.
+	 */
+	if (!ret && set.mask) {
+		ret = rpage_peer_set(fd, &set);
+		if (ret) {
+			rpage_peer_del(fd, &peer);
+			close(fd);
+			return fail_cmd(what, argv[0], -ret,
+					ret == -ENOTTY ?
+					"this rpage.ko has no loss-timeout setting" :
+					NULL);
+		}
+	}
 	close(fd);
 	if (!ret)
 		return 0;
@@ -560,6 +651,45 @@ static int peer_add(int argc, char **argv)
 		break;
 	}
 	return fail_cmd(what, argv[0], -ret, words);
+}
+
+/* peer set NAME loss-timeout SECONDS */
+static int peer_set(int argc, char **argv)
+{
+	const char *what = "peer set";
+	struct rpage_peer_set set;
+	char subject[96];
+	int ret;
+
+	if (argc < 1)
+		return usage_error("%s: missing NAME", what);
+	ret = check_peer_name(what, argv[0]);
+	if (ret)
+		return ret;
+	snprintf(subject, sizeof(subject), "%s %s", what, argv[0]);
+	memset(&set, 0, sizeof(set));
+	memcpy(set.name, argv[0], strlen(argv[0]));
+	for (int i = 1; i < argc; i += 2) {
+		if (!matches(argv[i], "loss-timeout"))
+			return usage_error("%s: unexpected argument '%s'", subject,
+					   argv[i]);
+		if (set.mask & RPAGE_PEER_SET_LOSS_TIMEOUT)
+			return usage_error("%s: 'loss-timeout' given twice", subject);
+		if (i + 1 >= argc)
+			return usage_error("%s: 'loss-timeout' needs a value", subject);
+		ret = parse_loss_timeout(subject, argv[i + 1], &set.loss_timeout_ms);
+		if (ret)
+			return ret;
+		set.mask |= RPAGE_PEER_SET_LOSS_TIMEOUT;
+	}
+	if (!set.mask)
+		return usage_error("%s: nothing to set (loss-timeout SECONDS)", subject);
+	ret = peer_set_on_device(&set);
+	if (ret == -EBADF)
+		return 1;
+	if (!ret)
+		return 0;
+	return fail_cmd(what, argv[0], -ret, ret == -ENOENT ? "no such peer" : NULL);
 }
 
 /* peer del NAME */
@@ -593,20 +723,29 @@ static int peer_del(int argc, char **argv)
 	return fail_cmd(what, argv[0], -ret, words);
 }
 
+enum { PEER_ADD, PEER_SET, PEER_DEL, PEER_SHOW, PEER_HELP };
+
+static const char *const peer_commands[] = {
+	[PEER_ADD] = "add", [PEER_SET] = "set", [PEER_DEL] = "del",
+	[PEER_SHOW] = "show", [PEER_HELP] = "help", NULL,
+};
+
 int cmd_peer(int argc, char **argv)
 {
-	int cmd = argc > 0 ? find_command(argv[0], config_commands) : CMD_SHOW;
+	int cmd = argc > 0 ? find_command(argv[0], peer_commands) : PEER_SHOW;
 	int fd, ret;
 
 	if (cmd < 0)
 		return usage_error("peer: unknown command '%s'", argv[0]);
 	switch (cmd) {
-	case CMD_HELP:
+	case PEER_HELP:
 		peer_usage();
 		return 0;
-	case CMD_ADD:
+	case PEER_ADD:
 		return peer_add(argc - 1, argv + 1);
-	case CMD_DEL:
+	case PEER_SET:
+		return peer_set(argc - 1, argv + 1);
+	case PEER_DEL:
 		return peer_del(argc - 1, argv + 1);
 	}
 	if (argc > 2)

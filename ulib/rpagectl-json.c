@@ -3,6 +3,7 @@
  * rpagectl: the JSON writer behind `rpagectl -j`.
  */
 #include <inttypes.h>
+#include <string.h>
 
 #include "rpagectl.h"
 
@@ -114,4 +115,46 @@ void json_finish(struct json_writer *jw)
 {
 	fputc('\n', jw->out);
 	fflush(jw->out);
+}
+
+/*
+ * One field of an object, the iproute2 way: one call serves both
+ * outputs. As text, " LABEL VALUE" (VALUE alone without a label, quoted
+ * if it holds a space); as JSON, a member @key.
+ */
+void print_str(struct json_writer *jw, const char *key, const char *label,
+	       const char *val)
+{
+	const char *q = strchr(val, ' ') ? "\"" : "";
+
+	if (jw)
+		json_string(jw, key, val);
+	else if (label)
+		printf(" %s %s%s%s", label, q, val, q);
+	else
+		printf("%s", val);
+}
+
+void print_u64(struct json_writer *jw, const char *key, const char *label,
+	       uint64_t val)
+{
+	if (jw)
+		json_uint(jw, key, val);
+	else
+		printf(" %s %" PRIu64, label, val);
+}
+
+/*
+ * A duration: JSON milliseconds under @key; text seconds, to the
+ * millisecond ("60s", "1.5s").
+ */
+void print_ms(struct json_writer *jw, const char *key, const char *label,
+	      uint64_t ms)
+{
+	if (jw)
+		json_uint(jw, key, ms);
+	else if (ms % 1000)
+		printf(" %s %" PRIu64 ".%03" PRIu64 "s", label, ms / 1000, ms % 1000);
+	else
+		printf(" %s %" PRIu64 "s", label, ms / 1000);
 }

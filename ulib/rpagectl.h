@@ -66,4 +66,12 @@ void json_uint(struct json_writer *jw, const char *key, uint64_t val);
 void json_null(struct json_writer *jw, const char *key);
 void json_finish(struct json_writer *jw);
 
+/* One field, as text (@jw NULL) or JSON: see rpagectl-json.c. */
+void print_str(struct json_writer *jw, const char *key, const char *label,
+	       const char *val);
+void print_u64(struct json_writer *jw, const char *key, const char *label,
+	       uint64_t val);
+void print_ms(struct json_writer *jw, const char *key, const char *label,
+	      uint64_t ms);
+
 #endif /* RPAGECTL_H */
