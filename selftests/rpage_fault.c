@@ -7,18 +7,30 @@
  *
  *   rpage_fault touch PEER POOL LENGTH [--offset O] [--threads N]
  *               [--order random|seq] [--seed S] [--readahead]
- *               [--expect-faults N]
+ *               [--expect-faults N] [--pause-ms P]
+ *               [--ready PATH --go PATH --after BYTES]
  *   rpage_fault prefetch PEER POOL LENGTH [--offset O] [--depth D] [--wait]
  *               [--seed S]
  *   rpage_fault evict PEER POOL OFFSET LENGTH { --seed S | --clean }
  *   rpage_fault survive PEER POOL LENGTH --fetched BYTES --ready PATH
  *               --go PATH [--timeout-ms T] [--seed S]
+ *   rpage_fault stall PEER POOL LENGTH --fetched-ready PATH --go PATH
+ *               --ready PATH [--seed S]
+ *   rpage_fault replaced PEER POOL LENGTH --fetched BYTES --ready PATH
+ *               --go PATH --seed-new S2 [--seed S]
  *
  * touch: N threads (4) touch every page of the mapping once between
  * them, in one shuffled order (random, the default) or in contiguous
  * slices (seq), checking each whole page against the pattern of seed S
  * (0); --readahead maps with RPAGE_MAP_READAHEAD. With --expect-faults,
- * the mapping's faults and the peer's READs must both be N.
+ * the mapping's faults and the peer's READs must both be N. Each thread
+ * sleeps P ms (0) after each page, to stretch the sweep over a longer
+ * disruption. With --ready, --go and --after (all three or none), once
+ * BYTES (less than LENGTH) have been touched between the threads, every
+ * thread stops, PATH --ready is created, and they all go on once PATH
+ * --go exists: the test disrupts the network in between, and the faults
+ * that follow must ride it out (any SIGBUS ends the run). The result
+ * line ends with max_touch_ms, the slowest touch of one page.
  *
  * prefetch: prefetches the whole mapping (in the background, or with
  * --wait before returning; D READs in flight), then touches every page
@@ -37,12 +49,35 @@
  * (3 * io_timeout_ms + 5000 by default), and the pages fetched first
  * must stay intact.
  *
+ * stall: whether a fault that waits for an unreachable peer holds up
+ * the rest of the process. Touches page 0, creates PATH --fetched-ready
+ * and waits for PATH --go (the test takes the link down in between),
+ * then one thread touches the last page, which must still be waiting 2 s
+ * later; meanwhile this thread times, 20 times each, mmap(2) of 1 MiB
+ * of anonymous memory, a write to a fresh page of it, munmap(2), and
+ * reading /proc/self/cmdline, all of which need the mmap lock the fault
+ * must not hold while it waits. It prints "stall mmap_max_ms=...
+ * munmap_max_ms=... anon_touch_max_ms=... cmdline_max_ms=...", creates
+ * PATH --ready and sleeps until it is killed (the test then times what
+ * another process does to it).
+ *
+ * replaced: touches the first BYTES (seed S's pattern), writes seed
+ * S2 + 1's pattern over the first page, creates PATH --ready and waits
+ * for PATH --go (the test destroys the pool and creates another with
+ * the same id, holding seed S2's pattern). Then the mapping must stay
+ * bound to the old pool: the first page never fetched raises SIGBUS,
+ * evicting the dirty first page fails (nothing of the old mapping may
+ * land in the new pool), and the pages fetched keep what they held. It
+ * prints "replaced sigbus=yes|no evict_errno=NAME|none
+ * fetched_intact=yes|no".
+ *
  * PEER is a peer's name; POOL is the pool's id on that peer; sizes are
  * bytes, multiples of the page size, with an optional K, M or G suffix.
  * Exit status 0 on success with one line of result on standard output
  * (touch, prefetch and evict: the mapping's counters, the peer's READs
  * and the pages that did not match); 1 on failure, with one line on
- * standard error (after the result line where there is one).
+ * standard error (after the result line where there is one). stall
+ * never exits by itself once it has printed its result.
  *
  * Built on librpage alone:
  *   cc ... -Iinclude/uapi -Iulib -o rpage_fault selftests/rpage_fault.c \
@@ -56,15 +91,27 @@
 
 #define DEFAULT_THREADS	4
 #define MAX_THREADS	256
+/* touch --pause-ms: longer would only be a typo. */
+#define MAX_PAUSE_MS	60000
+/* stall: how long the last page's touch must go on waiting. */
+#define STALL_CHECK_MS	2000
+/* stall: how many times each call is timed, and how much is mapped. */
+#define STALL_ROUNDS	20
+#define STALL_MAP_BYTES	(1UL << 20)
 
 static int usage(void)
 {
 	fail("usage: rpage_fault { touch PEER POOL LENGTH [--offset O] [--threads N] "
-	     "[--order random|seq] [--seed S] [--readahead] [--expect-faults N] | "
+	     "[--order random|seq] [--seed S] [--readahead] [--expect-faults N] "
+	     "[--pause-ms P] [--ready PATH --go PATH --after BYTES] | "
 	     "prefetch PEER POOL LENGTH [--offset O] [--depth D] [--wait] [--seed S] | "
 	     "evict PEER POOL OFFSET LENGTH { --seed S | --clean } | "
 	     "survive PEER POOL LENGTH --fetched BYTES --ready PATH --go PATH "
-	     "[--timeout-ms T] [--seed S] }");
+	     "[--timeout-ms T] [--seed S] | "
+	     "stall PEER POOL LENGTH --fetched-ready PATH --go PATH --ready PATH "
+	     "[--seed S] | "
+	     "replaced PEER POOL LENGTH --fetched BYTES --ready PATH --go PATH "
+	     "--seed-new S2 [--seed S] }");
 	return 1;
 }
 
@@ -83,6 +130,12 @@ enum {
 	OPT_READY		= 1 << 10,
 	OPT_GO			= 1 << 11,
 	OPT_TIMEOUT		= 1 << 12,
+	OPT_AFTER		= 1 << 13,
+	OPT_PAUSE		= 1 << 14,
+	OPT_FETCHED_READY	= 1 << 15,
+	OPT_SEED_NEW		= 1 << 16,
+	/* touch's gate: the three options go together. */
+	OPT_GATE		= OPT_READY | OPT_GO | OPT_AFTER,
 };
 
 /* A subcommand's arguments. */
@@ -91,8 +144,9 @@ struct args {
 	uint64_t pool_id, offset, length;
 	unsigned int given;		/* OPT_* */
 	uint64_t threads, seed, expect_faults, depth, fetched, timeout_ms;
+	uint64_t after, pause_ms, seed_new;
 	bool random_order;
-	const char *ready, *go;
+	const char *ready, *go, *fetched_ready;
 };
 
 enum arg_kind { ARG_NONE, ARG_NUMBER, ARG_BYTES, ARG_PATH, ARG_ORDER };
@@ -117,6 +171,11 @@ static const struct option_def {
 	{ "--ready", OPT_READY, ARG_PATH, offsetof(struct args, ready) },
 	{ "--go", OPT_GO, ARG_PATH, offsetof(struct args, go) },
 	{ "--timeout-ms", OPT_TIMEOUT, ARG_NUMBER, offsetof(struct args, timeout_ms) },
+	{ "--after", OPT_AFTER, ARG_BYTES, offsetof(struct args, after) },
+	{ "--pause-ms", OPT_PAUSE, ARG_NUMBER, offsetof(struct args, pause_ms) },
+	{ "--fetched-ready", OPT_FETCHED_READY, ARG_PATH,
+	  offsetof(struct args, fetched_ready) },
+	{ "--seed-new", OPT_SEED_NEW, ARG_NUMBER, offsetof(struct args, seed_new) },
 };
 
 /* One option's value into @a; false (reported) for a bad one. */
@@ -335,53 +394,152 @@ static bool tally_clean(const struct mapping *m, const struct tally *t)
 	return false;
 }
 
-/* One thread's share of the pages. */
+/*
+ * Where touch's threads all stop once @after pages have been touched
+ * between them, until the test lets them go: it disrupts the network
+ * meanwhile, so that the faults after the gate meet the disruption.
+ * The first @after touches are handed out as tickets, so that no page
+ * beyond them is touched before the test has had its say; a thread only
+ * waits once every ticket is out, so their holders always end them and
+ * the gate always moves, however few pages each thread has.
+ */
+struct gate {
+	uint64_t after;			/* pages */
+	const char *ready, *go;		/* tell_ready(), wait_for_file() */
+	pthread_mutex_t lock;
+	pthread_cond_t moved;		/* state left GATE_CLOSED */
+	uint64_t claimed, done;		/* tickets handed out, touches ended */
+	enum { GATE_CLOSED, GATE_OPEN, GATE_FAILED } state;
+};
+
+static void gate_init(struct gate *g, uint64_t after, const char *ready,
+		      const char *go)
+{
+	*g = (struct gate) { .after = after, .ready = ready, .go = go };
+	pthread_mutex_init(&g->lock, NULL);
+	pthread_cond_init(&g->moved, NULL);
+}
+
+/*
+ * Before a touch: true to go ahead, at once with one of the first
+ * @after tickets, or once the gate has opened; false if it failed.
+ */
+static bool gate_enter(struct gate *g)
+{
+	bool pass = true;
+
+	if (!g)
+		return true;
+	pthread_mutex_lock(&g->lock);
+	if (g->claimed < g->after) {
+		g->claimed++;
+	} else {
+		while (g->state == GATE_CLOSED)
+			pthread_cond_wait(&g->moved, &g->lock);
+		pass = g->state == GATE_OPEN;
+	}
+	pthread_mutex_unlock(&g->lock);
+	return pass;
+}
+
+/*
+ * After a touch. The one that ends the @after-th touch finds every other
+ * thread waiting in gate_enter() (or out of pages): it tells the test
+ * and waits for its go on behalf of them all. false if that failed
+ * (reported).
+ */
+static bool gate_leave(struct gate *g)
+{
+	bool last, ok;
+
+	if (!g)
+		return true;
+	pthread_mutex_lock(&g->lock);
+	last = g->done < g->after && ++g->done == g->after;
+	pthread_mutex_unlock(&g->lock);
+	if (!last)
+		return true;
+	ok = tell_ready(g->ready) && wait_for_file("touch", g->go);
+	pthread_mutex_lock(&g->lock);
+	g->state = ok ? GATE_OPEN : GATE_FAILED;
+	pthread_cond_broadcast(&g->moved);
+	pthread_mutex_unlock(&g->lock);
+	return ok;
+}
+
+/* One sweep of touches over a mapping, and how it went. */
+struct sweep {
+	const struct mapping *m;
+	const uint64_t *order;		/* the pages, in the order touched */
+	uint64_t count, threads, seed;
+	unsigned int pause_ms;		/* after each page */
+	struct gate *gate;		/* NULL for none */
+	struct tally *tally;
+	uint64_t max_touch_ms;		/* out: the slowest page */
+};
+
+/* One thread's share of a sweep. */
 struct toucher {
 	pthread_t thread;
-	const struct mapping *m;
+	const struct sweep *s;
 	const uint64_t *order;
-	uint64_t count, seed;
-	struct tally *tally;
+	uint64_t count;
+	uint64_t max_ms;
 };
 
 static void *toucher_run(void *arg)
 {
-	const struct toucher *w = arg;
+	struct toucher *w = arg;
+	const struct sweep *s = w->s;
 
-	for (uint64_t k = 0; k < w->count; k++)
-		touch_page(w->m, w->order[k], w->seed, w->tally);
+	for (uint64_t k = 0; k < w->count && gate_enter(s->gate); k++) {
+		uint64_t start = now_ms(), took;
+
+		touch_page(s->m, w->order[k], s->seed, s->tally);
+		took = now_ms() - start;
+		if (took > w->max_ms)
+			w->max_ms = took;
+		if (!gate_leave(s->gate))
+			break;
+		if (s->pause_ms)
+			sleep_ms(s->pause_ms);
+	}
 	return NULL;
 }
 
 /*
- * Touches the @count pages of @order, split into @threads contiguous
- * slices touched at once; false (reported) if a thread cannot start.
+ * Touches the @count pages of @s->order, split into @s->threads
+ * contiguous slices touched at once; false (reported) if a thread cannot
+ * start or the gate failed.
  */
-static bool touch_pages(const struct mapping *m, const uint64_t *order,
-			uint64_t count, uint64_t threads, uint64_t seed,
-			struct tally *t)
+static bool touch_pages(struct sweep *s)
 {
 	struct toucher w[MAX_THREADS];
 	uint64_t started = 0;
 	int ret = 0;
 
-	for (; started < threads && !ret; started++) {
-		uint64_t from = count * started / threads;
+	for (; started < s->threads && !ret; started++) {
+		uint64_t from = s->count * started / s->threads;
 
 		w[started] = (struct toucher) {
-			.m = m, .order = order + from, .seed = seed, .tally = t,
-			.count = count * (started + 1) / threads - from,
+			.s = s, .order = s->order + from,
+			.count = s->count * (started + 1) / s->threads - from,
 		};
 		ret = pthread_create(&w[started].thread, NULL, toucher_run,
 				     &w[started]);
 	}
 	if (ret)
 		started--;
-	for (uint64_t k = 0; k < started; k++)
+	for (uint64_t k = 0; k < started; k++) {
 		pthread_join(w[k].thread, NULL);
-	if (ret)
+		if (w[k].max_ms > s->max_touch_ms)
+			s->max_touch_ms = w[k].max_ms;
+	}
+	if (ret) {
 		fail("thread %" PRIu64 ": %s", started, strerror(ret));
-	return !ret;
+		return false;
+	}
+	return !s->gate || s->gate->state != GATE_FAILED;
 }
 
 /*
@@ -408,14 +566,25 @@ static uint64_t *page_order(const struct mapping *m, bool shuffle, uint64_t seed
 	return order;
 }
 
-/* Touches every page of the mapping in order, in this thread. */
-static bool touch_all(const struct mapping *m, uint64_t seed, struct tally *t)
+/* Touches the first @count pages of the mapping in order, in this thread. */
+static bool touch_first(const struct mapping *m, uint64_t count, uint64_t seed,
+			struct tally *t)
 {
 	uint64_t *order = page_order(m, false, 0);
-	bool ok = order && touch_pages(m, order, m->pages, 1, seed, t);
+	struct sweep s = {
+		.m = m, .order = order, .count = count, .threads = 1,
+		.seed = seed, .tally = t,
+	};
+	bool ok = order && touch_pages(&s);
 
 	free(order);
 	return ok;
+}
+
+/* Touches every page of the mapping in order, in this thread. */
+static bool touch_all(const struct mapping *m, uint64_t seed, struct tally *t)
+{
+	return touch_first(m, m->pages, seed, t);
 }
 
 /* What a run of touch, prefetch or evict reports. */
@@ -466,23 +635,51 @@ static bool expect_eq(const char *what, uint64_t got, uint64_t want)
 static int cmd_touch(int argc, char **argv)
 {
 	struct outcome out;
+	struct sweep sweep;
+	struct gate gate;
 	struct mapping m;
 	struct args a;
+	char extra[48];
+	unsigned int gated;
 	uint64_t *order;
 
 	if (!parse_args(argc, argv, false, OPT_OFFSET | OPT_THREADS | OPT_ORDER |
-			OPT_SEED | OPT_READAHEAD | OPT_EXPECT_FAULTS, &a))
+			OPT_SEED | OPT_READAHEAD | OPT_EXPECT_FAULTS | OPT_PAUSE |
+			OPT_GATE, &a))
 		return 1;
+	gated = a.given & OPT_GATE;
+	if (gated && gated != OPT_GATE)
+		return usage();
 	if (!a.threads || a.threads > MAX_THREADS) {
 		fail("threads must be 1 to %d", MAX_THREADS);
 		return 1;
 	}
+	if (a.pause_ms > MAX_PAUSE_MS) {
+		fail("pause-ms must be at most %d", MAX_PAUSE_MS);
+		return 1;
+	}
+	/* With nothing touched first or nothing after, the gate tests nothing. */
+	if (gated && (!a.after || a.after >= a.length)) {
+		fail("--after %" PRIu64 " must be at least a page and less than "
+		     "the length %" PRIu64, a.after, a.length);
+		return 1;
+	}
 	tally_init(&out.tally);
+	gate_init(&gate, a.after / page, a.ready, a.go);
 	if (!mapping_open(&m, &a, a.given & OPT_READAHEAD ? RPAGE_MAP_READAHEAD : 0))
 		return 1;
 	order = page_order(&m, a.random_order, a.seed);
-	if (!order || !touch_pages(&m, order, m.pages, a.threads, a.seed, &out.tally) ||
-	    !report(&m, &out, "") || !mapping_close(&m) ||
+	if (!order)
+		return 1;
+	sweep = (struct sweep) {
+		.m = &m, .order = order, .count = m.pages, .threads = a.threads,
+		.seed = a.seed, .pause_ms = (unsigned int)a.pause_ms,
+		.gate = gated ? &gate : NULL, .tally = &out.tally,
+	};
+	if (!touch_pages(&sweep))
+		return 1;
+	snprintf(extra, sizeof(extra), " max_touch_ms=%" PRIu64, sweep.max_touch_ms);
+	if (!report(&m, &out, extra) || !mapping_close(&m) ||
 	    !tally_clean(&m, &out.tally))
 		return 1;
 	if ((a.given & OPT_EXPECT_FAULTS) &&
@@ -667,54 +864,94 @@ static void touch_catching(const struct mapping *m, uint64_t from, uint64_t to,
 	on_sigbus(sigbus_fatal);
 }
 
+/* Starts @dog, which ends the run past @limit_ms; false (reported) if not. */
+static bool watchdog_start(struct watchdog *dog, uint64_t limit_ms)
+{
+	int ret;
+
+	*dog = (struct watchdog) { .limit_ms = limit_ms };
+	ret = pthread_create(&dog->thread, NULL, watchdog_run, dog);
+	if (ret)
+		fail("watchdog thread: %s", strerror(ret));
+	return !ret;
+}
+
+static void watchdog_stop(struct watchdog *dog)
+{
+	__atomic_store_n(&dog->stop, true, __ATOMIC_RELEASE);
+	pthread_join(dog->thread, NULL);
+}
+
+/* How long a page that cannot be read may take to raise SIGBUS. */
+static uint64_t sigbus_limit_ms(void)
+{
+	return 3 * (uint64_t)rpage_test_io_timeout_ms() + 5000;
+}
+
+/*
+ * Past the SIGBUS limit a touch fails anyway: the watchdog is for one
+ * that hangs, and leaves the slow ones to be reported as such.
+ */
+static uint64_t watchdog_limit_ms(uint64_t sigbus_ms)
+{
+	return 2 * sigbus_ms + 10000;
+}
+
+/*
+ * --fetched of @a in pages: within the length, and with @some_left at
+ * least one page and not all of them. false (reported) otherwise.
+ */
+static bool fetched_pages(const struct args *a, bool some_left,
+			  uint64_t *pages)
+{
+	if (some_left && (!a->fetched || a->fetched >= a->length)) {
+		fail("--fetched %" PRIu64 " must be at least a page and less than "
+		     "the length %" PRIu64, a->fetched, a->length);
+		return false;
+	}
+	if (a->fetched > a->length) {
+		fail("--fetched %" PRIu64 " is beyond the length %" PRIu64,
+		     a->fetched, a->length);
+		return false;
+	}
+	*pages = a->fetched / page;
+	return true;
+}
+
 /* survive PEER POOL LENGTH --fetched BYTES --ready PATH --go PATH ... */
 static int cmd_survive(int argc, char **argv)
 {
 	struct touches rest = { 0 }, again = { 0 };
-	struct watchdog dog = { 0 };
+	struct watchdog dog;
 	struct tally fetched;
 	uint64_t limit_ms, nr_fetched;
 	struct mapping m;
 	struct args a;
 	bool intact;
-	int ret;
 
 	if (!parse_args(argc, argv, false, OPT_FETCHED | OPT_READY | OPT_GO |
 			OPT_TIMEOUT | OPT_SEED, &a))
 		return 1;
 	if (~a.given & (OPT_FETCHED | OPT_READY | OPT_GO))
 		return usage();
-	if (a.fetched > a.length) {
-		fail("--fetched %" PRIu64 " is beyond the length %" PRIu64,
-		     a.fetched, a.length);
+	if (!fetched_pages(&a, false, &nr_fetched))
 		return 1;
-	}
-	limit_ms = a.given & OPT_TIMEOUT ? a.timeout_ms :
-		3 * (uint64_t)rpage_test_io_timeout_ms() + 5000;
-	nr_fetched = a.fetched / page;
+	limit_ms = a.given & OPT_TIMEOUT ? a.timeout_ms : sigbus_limit_ms();
 	tally_init(&fetched);
 	tally_init(&rest.tally);
 	tally_init(&again.tally);
-	if (!mapping_open(&m, &a, 0))
-		return 1;
-	for (uint64_t i = 0; i < nr_fetched; i++)
-		touch_page(&m, i, a.seed, &fetched);
-	if (!tally_clean(&m, &fetched) || !tell_ready(a.ready) ||
+	if (!mapping_open(&m, &a, 0) ||
+	    !touch_first(&m, nr_fetched, a.seed, &fetched) ||
+	    !tally_clean(&m, &fetched) || !tell_ready(a.ready) ||
 	    !wait_for_file("survive", a.go))
 		return 1;
 
-	/* Past the limit a touch fails anyway: this is for one that hangs. */
-	dog.limit_ms = 2 * limit_ms + 10000;
-	ret = pthread_create(&dog.thread, NULL, watchdog_run, &dog);
-	if (ret) {
-		fail("watchdog thread: %s", strerror(ret));
+	if (!watchdog_start(&dog, watchdog_limit_ms(limit_ms)))
 		return 1;
-	}
 	touch_catching(&m, nr_fetched, m.pages, a.seed, &dog, &rest);
 	/* The pages fetched before must all still be here, unchanged. */
 	touch_catching(&m, 0, nr_fetched, a.seed, &dog, &again);
-	__atomic_store_n(&dog.stop, true, __ATOMIC_RELEASE);
-	pthread_join(dog.thread, NULL);
+	watchdog_stop(&dog);
 
 	intact = !again.sigbus && !again.tally.mismatches;
 	printf("sigbus=%" PRIu64 " served=%" PRIu64 " intact=%s max_sigbus_ms=%" PRIu64 "\n",
@@ -745,6 +982,261 @@ static int cmd_survive(int argc, char **argv)
 	return 0;
 }
 
+/* stall's touch of the last page, in a thread of its own. */
+struct stall_touch {
+	pthread_t thread;
+	const unsigned char *addr;
+	bool started, ended, sigbus;	/* __atomic */
+};
+
+static void *stall_touch_run(void *arg)
+{
+	struct stall_touch *st = arg;
+	void *addr;
+	bool bus;
+
+	__atomic_store_n(&st->started, true, __ATOMIC_RELEASE);
+	/* SIGBUS once the peer stays away too long: not stall's business. */
+	bus = touch_sigbus(st->addr, &addr);
+	__atomic_store_n(&st->sigbus, bus, __ATOMIC_RELEASE);
+	__atomic_store_n(&st->ended, true, __ATOMIC_RELEASE);
+	return NULL;
+}
+
+/* CLOCK_MONOTONIC in ns: what stall times can take well under 1 ms. */
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000 + (uint64_t)ts.tv_nsec;
+}
+
+/* Raises *@max to the time since @start, if that is longer. */
+static void note_max(uint64_t *max, uint64_t start)
+{
+	uint64_t took = now_ns() - start;
+
+	if (took > *max)
+		*max = took;
+}
+
+/* The slowest of STALL_ROUNDS of each call, in ns. */
+struct stall_times {
+	uint64_t mmap, munmap, anon_touch, cmdline;
+};
+
+/*
+ * Times the calls that take this process's mmap lock: mmap(2) and
+ * munmap(2) for writing, a read of /proc/self/cmdline (as ps does) for
+ * reading, and a fault on anonymous memory (for reading, or where the
+ * kernel has them, its VMA's lock first). Behind a fault that held the
+ * lock while it waits for the peer, each would wait as long. false
+ * (reported) if a call fails.
+ */
+static bool stall_measure(struct stall_times *t)
+{
+	char buf[4096];
+	ssize_t got;
+	int fd, ret;
+
+	*t = (struct stall_times) { 0 };
+	for (int round = 0; round < STALL_ROUNDS; round++) {
+		uint64_t start = now_ns();
+		unsigned char *p = mmap(NULL, STALL_MAP_BYTES, PROT_READ | PROT_WRITE,
+					MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+		if (p == MAP_FAILED) {
+			fail("mmap of %lu bytes: %s", STALL_MAP_BYTES, strerror(errno));
+			return false;
+		}
+		note_max(&t->mmap, start);
+		/* The mapping is new: so is the page, and the fault a real one. */
+		start = now_ns();
+		*(volatile unsigned char *)p = 1;
+		note_max(&t->anon_touch, start);
+		start = now_ns();
+		ret = munmap(p, STALL_MAP_BYTES);
+		if (ret) {
+			fail("munmap: %s", strerror(errno));
+			return false;
+		}
+		note_max(&t->munmap, start);
+	}
+	for (int round = 0; round < STALL_ROUNDS; round++) {
+		uint64_t start = now_ns();
+
+		fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
+		if (fd < 0) {
+			fail("/proc/self/cmdline: %s", strerror(errno));
+			return false;
+		}
+		while ((got = read(fd, buf, sizeof(buf))) > 0)
+			;
+		if (got < 0) {
+			fail("read /proc/self/cmdline: %s", strerror(errno));
+			close(fd);
+			return false;
+		}
+		close(fd);
+		note_max(&t->cmdline, start);
+	}
+	return true;
+}
+
+/* stall PEER POOL LENGTH --fetched-ready PATH --go PATH --ready PATH ... */
+static int cmd_stall(int argc, char **argv)
+{
+	struct stall_touch st = { 0 };
+	struct stall_times t;
+	struct tally first;
+	struct mapping m;
+	struct args a;
+	int ret;
+
+	if (!parse_args(argc, argv, false, OPT_FETCHED_READY | OPT_GO | OPT_READY |
+			OPT_SEED, &a))
+		return 1;
+	if (~a.given & (OPT_FETCHED_READY | OPT_GO | OPT_READY))
+		return usage();
+	/* Page 0 is fetched while the peer is there: the last must be another. */
+	if (a.length < 2 * page) {
+		fail("length %" PRIu64 " must be at least two pages", a.length);
+		return 1;
+	}
+	tally_init(&first);
+	if (!mapping_open(&m, &a, 0) || !touch_first(&m, 1, a.seed, &first) ||
+	    !tally_clean(&m, &first) || !tell_ready(a.fetched_ready) ||
+	    !wait_for_file("stall", a.go))
+		return 1;
+
+	on_sigbus(sigbus_jump);
+	st.addr = m.addr + (m.pages - 1) * page;
+	ret = pthread_create(&st.thread, NULL, stall_touch_run, &st);
+	if (ret) {
+		fail("toucher thread: %s", strerror(ret));
+		return 1;
+	}
+	sleep_ms(STALL_CHECK_MS);
+	if (!__atomic_load_n(&st.started, __ATOMIC_ACQUIRE)) {
+		fail("the toucher thread did not start within %d ms", STALL_CHECK_MS);
+		return 1;
+	}
+	if (__atomic_load_n(&st.ended, __ATOMIC_ACQUIRE)) {
+		fail("the touch did not stall: the last page %s within %d ms",
+		     __atomic_load_n(&st.sigbus, __ATOMIC_ACQUIRE) ?
+		     "raised SIGBUS" : "was served", STALL_CHECK_MS);
+		return 1;
+	}
+	if (!stall_measure(&t))
+		return 1;
+	printf("stall mmap_max_ms=%.3f munmap_max_ms=%.3f anon_touch_max_ms=%.3f"
+	       " cmdline_max_ms=%.3f\n", t.mmap / 1e6, t.munmap / 1e6,
+	       t.anon_touch / 1e6, t.cmdline / 1e6);
+	fflush(stdout);
+	if (!tell_ready(a.ready))
+		return 1;
+	/* The test times what another process does to us, then kills us. */
+	for (;;)
+		pause();
+}
+
+/*
+ * What page @i of the mapping holds, for a message: the pattern of
+ * @seed_new (the new pool's), of @seed (the old pool's), zeroes or none.
+ */
+static const char *page_holds(const struct mapping *m, uint64_t i,
+			      uint64_t seed, uint64_t seed_new)
+{
+	const unsigned char *p = m->addr + i * page;
+	uint64_t at = m->offset + i * page;
+
+	if (rpage_pattern_check(p, page, m->pool_id, at, seed_new) == UINT64_MAX)
+		return "read the new pool's bytes through the old mapping";
+	if (rpage_pattern_check(p, page, m->pool_id, at, seed) == UINT64_MAX)
+		return "read the old pool's pattern, though it was never fetched";
+	if (first_nonzero(p, page) == UINT64_MAX)
+		return "read zeroes";
+	return "read neither pool's pattern";
+}
+
+/* replaced PEER POOL LENGTH --fetched BYTES --ready PATH --go PATH ... */
+static int cmd_replaced(int argc, char **argv)
+{
+	struct touches next = { 0 }, dirty = { 0 }, clean = { 0 };
+	struct watchdog dog;
+	struct rpage_evict ev;
+	struct tally fetched;
+	uint64_t nr_fetched, dirty_seed;
+	const char *evict_errno;
+	struct mapping m;
+	struct args a;
+	bool intact;
+	int ret;
+
+	if (!parse_args(argc, argv, false, OPT_FETCHED | OPT_READY | OPT_GO |
+			OPT_SEED_NEW | OPT_SEED, &a))
+		return 1;
+	if (~a.given & (OPT_FETCHED | OPT_READY | OPT_GO | OPT_SEED_NEW))
+		return usage();
+	if (!fetched_pages(&a, true, &nr_fetched))
+		return 1;
+	/* Neither pool's: a write-back of it would show wherever it landed. */
+	dirty_seed = a.seed_new + 1;
+	tally_init(&fetched);
+	tally_init(&next.tally);
+	tally_init(&dirty.tally);
+	tally_init(&clean.tally);
+	if (!mapping_open(&m, &a, 0) ||
+	    !touch_first(&m, nr_fetched, a.seed, &fetched) ||
+	    !tally_clean(&m, &fetched))
+		return 1;
+	rpage_pattern_fill(m.addr, page, m.pool_id, m.offset, dirty_seed);
+	if (!tell_ready(a.ready) || !wait_for_file("replaced", a.go) ||
+	    !watchdog_start(&dog, watchdog_limit_ms(sigbus_limit_ms())))
+		return 1;
+
+	/* Checked against the new pool's pattern: a match is the failure. */
+	touch_catching(&m, nr_fetched, nr_fetched + 1, a.seed_new, &dog, &next);
+	ev = (struct rpage_evict) { .map_id = m.map.map_id, .length = page };
+	ret = rpage_map_evict(m.fd, &ev);
+	evict_errno = ret < 0 ? errno_name(-ret) : "none";
+	touch_catching(&m, 0, 1, dirty_seed, &dog, &dirty);
+	touch_catching(&m, 1, nr_fetched, a.seed, &dog, &clean);
+	watchdog_stop(&dog);
+
+	intact = !dirty.sigbus && !clean.sigbus && !dirty.tally.mismatches &&
+		!clean.tally.mismatches;
+	printf("replaced sigbus=%s evict_errno=%s fetched_intact=%s\n",
+	       next.sigbus ? "yes" : "no", evict_errno, intact ? "yes" : "no");
+	fflush(stdout);
+	if (next.bad_addr) {
+		fail("a SIGBUS came for %p, not for the page touched", next.bad_addr);
+		return 1;
+	}
+	if (!next.sigbus) {
+		fail("no SIGBUS at pool offset %" PRIu64 ", never fetched: it %s",
+		     m.offset + a.fetched,
+		     page_holds(&m, nr_fetched, a.seed, a.seed_new));
+		return 1;
+	}
+	if (!ret) {
+		fail("evicting the dirty first page succeeded (%llu evicted, %llu "
+		     "written): a mapping of the old pool may not write to the new",
+		     (unsigned long long)ev.evicted, (unsigned long long)ev.written);
+		return 1;
+	}
+	if (dirty.sigbus || clean.sigbus) {
+		fail("%" PRIu64 " of the %" PRIu64 " pages fetched raised SIGBUS",
+		     dirty.sigbus + clean.sigbus, nr_fetched);
+		return 1;
+	}
+	if (!tally_clean(&m, &dirty.tally) || !tally_clean(&m, &clean.tally) ||
+	    !mapping_close(&m))
+		return 1;
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct {
@@ -755,6 +1247,8 @@ int main(int argc, char **argv)
 		{ "prefetch", cmd_prefetch },
 		{ "evict", cmd_evict },
 		{ "survive", cmd_survive },
+		{ "stall", cmd_stall },
+		{ "replaced", cmd_replaced },
 	};
 
 	tool_init("rpage_fault");

@@ -1068,11 +1068,41 @@ TEST_F_TIMEOUT(pool, io_to_unknown_peer_or_pool_is_enoent, 120)
 	}
 }
 
-TEST_F(pool, io_to_a_peer_not_connected_is_enotconn)
+/* Sets the loss timeout of peer @name. */
+static void set_loss_timeout(int fd, const char *name, __u32 ms)
+{
+	struct rpage_peer_set set = {
+		.mask = RPAGE_PEER_SET_LOSS_TIMEOUT,
+		.loss_timeout_ms = ms,
+	};
+
+	strncpy(set.name, name, sizeof(set.name) - 1);
+	if (rpage_peer_set(fd, &set))
+		fprintf(stderr, "# peer set %s loss-timeout %u failed\n", name, ms);
+}
+
+/* The transfers to peer @id lost after its loss timeout; 0 if unknown. */
+static __u64 peer_lost(int fd, __u32 id)
+{
+	struct rpage_peer_status st[16];
+	struct rpage_list list = {
+		.entries = (uintptr_t)st, .capacity = 16,
+	};
+
+	if (rpage_peer_status(fd, &list))
+		return 0;
+	for (__u32 i = 0; i < list.count && i < 16; i++)
+		if (st[i].peer_id == id)
+			return st[i].lost;
+	return 0;
+}
+
+TEST_F_TIMEOUT(pool, io_to_a_peer_not_connected_is_enotconn, 60)
 {
 	struct rpage_peer_config peer = { .addr = { .family = AF_INET } };
 	unsigned char *buf = map_pages(self, 1, PROT_READ | PROT_WRITE);
 	__u32 id, id_again, state, self_id;
+	uint64_t added = now_ms(), took;
 
 	ASSERT_NE(NULL, buf);
 	memcpy(peer.name, PEER_NC, sizeof(PEER_NC));
@@ -1084,8 +1114,19 @@ TEST_F(pool, io_to_a_peer_not_connected_is_enotconn)
 		EXPECT_NE(self_id, id);
 	}
 
+	/* With a loss timeout of 0, at once. */
+	set_loss_timeout(self->fd, PEER_NC, 0);
 	EXPECT_EQ(-ENOTCONN, io1(self->fd, false, id, POOL_A, 0, page, buf));
 	EXPECT_EQ(-ENOTCONN, io1(self->fd, true, id, POOL_A, 0, page, buf));
+
+	/* Otherwise once the peer has been unreachable for that long. */
+	set_loss_timeout(self->fd, PEER_NC, 3000);
+	EXPECT_EQ(-ENOTCONN, io1(self->fd, false, id, POOL_A, 0, page, buf));
+	took = now_ms() - added;
+	EXPECT_GE(took, 2000);
+	EXPECT_LE(took, 10000);
+	/* Counted as transfers lost. */
+	EXPECT_LE(1, peer_lost(self->fd, id));
 
 	/* A peer's id dies with it and is not given to the next one. */
 	del_nc_peer(self->fd);

@@ -9,8 +9,8 @@
  * truncated hello. It prints a single line on stdout for shell tests to
  * grep:
  *
- *	accepted node_id 0x1 proto 1.0 reads_in_flight 16
- *	rejected reason version proto 1.0
+ *	accepted node_id 0x1 proto 2.0 reads_in_flight 16
+ *	rejected reason version proto 2.0
  *	rejected status 8
  *
  * Exit status: 0 accepted; 1 error, meaning we learned nothing about the

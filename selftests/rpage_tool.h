@@ -100,19 +100,30 @@ static inline bool get_bytes(const char *name, const char *text, bool zero_ok,
 	return true;
 }
 
-/* An errno value in words and by name: "Connection timed out (ETIMEDOUT)". */
-static inline const char *error_text(int err)
+/*
+ * An errno value by name, one word for a result line: "ETIMEDOUT", or
+ * "errno110" where the C library cannot name it.
+ */
+static inline const char *errno_name(int err)
 {
-	static char buf[128];
+	static char buf[32];
 	const char *name = NULL;
 
 #if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 32))
 	name = strerrorname_np(err);
 #endif
 	if (name)
-		snprintf(buf, sizeof(buf), "%s (%s)", strerror(err), name);
-	else
-		snprintf(buf, sizeof(buf), "%s (errno %d)", strerror(err), err);
+		return name;
+	snprintf(buf, sizeof(buf), "errno%d", err);
+	return buf;
+}
+
+/* An errno value in words and by name: "Connection timed out (ETIMEDOUT)". */
+static inline const char *error_text(int err)
+{
+	static char buf[128];
+
+	snprintf(buf, sizeof(buf), "%s (%s)", strerror(err), errno_name(err));
 	return buf;
 }
 

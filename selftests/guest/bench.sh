@@ -141,7 +141,7 @@ profile_faults() {
 	local rc=$?
 	echo 0 > "$tracefs/events/rpage/enable"
 	[ "$rc" -eq 0 ] || { fail "profiled rpage-bench"; return; }
-	sed -n 's/.* rpage_fault_end: .* fetched ns=\([0-9]*\)$/\1/p' "$tracefs/trace" \
+	sed -n 's/.* rpage_fault_end: .* fetched err=0 ns=\([0-9]*\)$/\1/p' "$tracefs/trace" \
 		> "$OUT/samples/trace_fault_in_rpage.txt"
 	sed -n 's/.* rpage_io_done: .* READ pages=1 status=0 ns=\([0-9]*\)$/\1/p' "$tracefs/trace" \
 		> "$OUT/samples/trace_read_on_wire.txt"

@@ -22,7 +22,7 @@ test_connects_to_itself() {
 	wait_until 20 peer_field_is self qps_inbound "$qps" ||
 		fail "inbound queue pairs: $(peer_field self qps_inbound), want $qps" || return
 	expect_eq "$(peer_field self node_id)" "$(printf '0x%x' "$(cat /sys/module/rpage/parameters/node_id)")" "node id" || return
-	expect_eq "$(peer_field self proto)" "1.0" "protocol" || return
+	expect_eq "$(peer_field self proto)" "2.0" "protocol" || return
 	expect_eq "$(endpoint_field accepted)" "$qps" "accepted"
 }
 

@@ -5,6 +5,7 @@
 # connecting to each other, refusing strangers and speaking up about
 # protocol versions.
 . "$RPAGE_REPO/selftests/guest/lib.sh"
+. "$RPAGE_REPO/selftests/guest/ride.sh"
 
 RPING_COUNT=20
 ROGUE=$SELFTESTS/rpage_rogue_peer
@@ -46,7 +47,7 @@ test_rpage_version() {
 rpage_load_pair() {
 	modprobe ib_core && modprobe rdma_cm &&
 	insmod "$RPAGE_KO" qps_per_peer=2 connect_timeout_ms=3000 \
-		reconnect_delay_ms=500 io_timeout_ms=10000
+		reconnect_delay_ms=500 io_timeout_ms=10000 heartbeat_ms=1000
 }
 
 test_mutual_connect() {
@@ -57,17 +58,17 @@ test_mutual_connect() {
 		{ "$RPAGECTL" peer show; fail "peer's queue pairs did not arrive"; return; }
 	"$RPAGECTL" peer show
 	"$RPAGECTL" endpoint show
-	expect_eq "$(peer_field "$PEER" proto)" 1.0 "peer protocol"
+	expect_eq "$(peer_field "$PEER" proto)" 2.0 "peer protocol"
 }
 
 # On B: foreign initiators built on rdma-core, against A's endpoint.
 test_rogue_version() {
 	local out rc
-	out=$("$ROGUE" -t 20 -M 2 "$RPAGE_PEER_IP")
+	out=$("$ROGUE" -t 20 -M 3 "$RPAGE_PEER_IP")
 	rc=$?
 	echo "$out"
 	expect_eq "$rc" 2 "exit status" || return
-	expect_eq "$out" "rejected reason version proto 1.0" "outcome"
+	expect_eq "$out" "rejected reason version proto 2.0" "outcome"
 }
 
 test_rogue_bad_magic() {
@@ -76,7 +77,7 @@ test_rogue_bad_magic() {
 	rc=$?
 	echo "$out"
 	expect_eq "$rc" 2 "exit status" || return
-	expect_eq "$out" "rejected reason bad-hello proto 1.0" "outcome"
+	expect_eq "$out" "rejected reason bad-hello proto 2.0" "outcome"
 }
 
 test_rogue_good_hello_from_a_peer_address() {
@@ -86,7 +87,7 @@ test_rogue_good_hello_from_a_peer_address() {
 	echo "$out"
 	expect_eq "$rc" 0 "exit status" || return
 	# rxe answers up to 128 READs: the initiator gets the 16 it asks for.
-	want="accepted node_id $(peer_field "$PEER" node_id) proto 1.0 reads_in_flight 16"
+	want="accepted node_id $(peer_field "$PEER" node_id) proto 2.0 reads_in_flight 16"
 	expect_eq "$out" "$want" "outcome"
 }
 
@@ -95,7 +96,7 @@ test_refusals_counted_and_logged() {
 	"$RPAGECTL" endpoint show
 	[ "$(endpoint_field rejected_version)" -ge 1 ] || fail "version refusal not counted" || return
 	[ "$(endpoint_field rejected_other)" -ge 1 ] || fail "bad hello not counted" || return
-	dmesg | grep -q "it speaks protocol 2.0, we speak 1.0" || fail "version refusal not logged"
+	dmesg | grep -q "it speaks protocol 3.0, we speak 2.0" || fail "version refusal not logged"
 }
 
 # A forgets B: B's connections are refused as from an unknown peer.
@@ -257,20 +258,6 @@ test_b_survives_pool_destroy() {
 	"$RPAGECTL" -j stat peer a | jq -e '.peers[0].fault.sigbus > 0'
 }
 
-# A falls silent (its link goes down, as if powered off) while B is
-# touching pool 1: B's unfetched pages SIGBUS within the io timeout.
-test_a_goes_silent() {
-	ip link set eth0 down
-}
-
-test_a_speaks_again() {
-	ip link set eth0 up
-}
-
-test_b_survives_a_silent() {
-	survive 1 64M 4M b-fetched-1 a-silent
-}
-
 test_b_writes_to_a_process() {
 	"$PATTERN" write a 2 1M 2M --seed 5 || return
 	"$PATTERN" read a 2 1M 2M --seed 5
@@ -293,7 +280,7 @@ run_test rpage_load_two_qps_per_peer rpage_load_pair
 run_test "mutual_connect_on_$RPAGE_NODE" test_mutual_connect
 barrier connected
 if [ "$RPAGE_NODE" = b ]; then
-	run_test rogue_peer_with_protocol_2_is_refused test_rogue_version
+	run_test rogue_peer_with_protocol_3_is_refused test_rogue_version
 	run_test rogue_peer_with_bad_magic_is_refused test_rogue_bad_magic
 	run_test rogue_peer_from_a_peer_address_is_accepted test_rogue_good_hello_from_a_peer_address
 	barrier rogues-done
@@ -316,11 +303,13 @@ if [ "$RPAGE_NODE" = a ]; then
 	barrier b-fetched-4
 	run_test a_destroys_pool_4_under_b test_a_destroys_pool_4
 	barrier a-destroyed-4
-	barrier b-fetched-1
-	run_test a_goes_silent test_a_goes_silent
-	barrier a-silent
-	barrier b-survived-a-silent
-	run_test a_speaks_again test_a_speaks_again
+	run_test a_link_down_20s_under_b rt_do "$RT_OUTAGE" test_rt_outage_a
+	run_test a_link_down_past_b_loss_timeout rt_do "$RT_LOSS" test_rt_loss_a
+	run_test a_deletes_and_readds_b_under_b rt_do "$RT_READD" test_rt_readd_a
+	run_test rxe_removed_and_added_on_a_then_b rt_do "$RT_RELINK" test_rt_relink_a
+	run_test a_link_loses_1pct_under_b rt_do "$RT_LOSSY" test_rt_lossy_a
+	run_test a_link_down_under_a_stalled_fault rt_do "$RT_STALL" test_rt_stall_a
+	run_test a_replaces_a_pool_b_maps rt_do "$RT_REPLACED" test_rt_replaced_a
 else
 	barrier pools-ready
 	run_test b_reads_every_page_of_both_pools_librpage test_b_reads_every_page_librpage
@@ -336,11 +325,20 @@ else
 	barrier b-evicted
 	run_test b_fault_stats test_b_fault_stats
 	run_test b_survives_pool_destroy_on_a test_b_survives_pool_destroy
-	run_test b_survives_a_falling_silent test_b_survives_a_silent
-	barrier b-survived-a-silent
+	run_test b_rides_out_20s_outage_with_no_sigbus rt_do "$RT_OUTAGE" test_rt_outage_b
+	run_test b_sigbus_within_loss_timeout_then_back rt_do "$RT_LOSS" test_rt_loss_b
+	run_test b_rides_out_a_deleting_and_readding_it rt_do "$RT_READD" test_rt_readd_b
+	run_test b_rides_out_rxe_removal_on_a_then_b rt_do "$RT_RELINK" test_rt_relink_b
+	run_test b_rides_out_1pct_loss_with_no_sigbus rt_do "$RT_LOSSY" test_rt_lossy_b
+	run_test b_stalled_fault_holds_up_nothing_else rt_do "$RT_STALL" test_rt_stall_b
+	run_test b_mapping_never_reads_a_replaced_pool rt_do "$RT_REPLACED" test_rt_replaced_b
 fi
 barrier done
-run_test "unload_while_connected_on_$RPAGE_NODE" rpage_unload
+if [ "$RPAGE_NODE" = a ]; then
+	# B powers off without a word (no unload) once its job is over.
+	run_test a_notices_b_gone_by_heartbeat test_rt_heartbeat_a
+	run_test unload_on_a rpage_unload
+fi
 tap_end
 
 exit 0

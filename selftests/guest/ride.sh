@@ -1,0 +1,391 @@
+# SPDX-License-Identifier: GPL-2.0
+#
+# Riding through network failures, sourced by selftests/guest/pair.sh:
+# host B faults in host A's pool 1 (64 MiB, the pattern of pool 1) while
+# A's side of the link goes down, A forgets and re-adds B, either host's
+# RDMA device is removed and added back, or A's link drops packets; a
+# fault waits out the trouble and gets the right bytes, and only a peer
+# gone for longer than its loss timeout ends in SIGBUS. Also: a fault
+# stalled on the network holds up nothing else of its process, a mapping
+# never reads a pool created in place of the one it mapped, and a host
+# that powers off without a word is noticed by its peer's heartbeat.
+#
+# Each test is a pair of functions, test_rt_*_a on A and test_rt_*_b on
+# B, that meet at barriers named after the test; run through rt_do, so
+# that one side failing early never leaves the other waiting.
+#
+# "A's link down" is a partition: A's interface stays up and passes
+# nothing either way (tc), as when a switch between the hosts fails.
+# Taking the interface down (or dropping at its egress, on 6.12) is not
+# used: rxe then fails the first rdma_cm message it sends (a DREQ of a
+# connection torn down meanwhile) and moves its GSI queue pair (QP1) to
+# the error state for good, after which that host completes no rdma_cm
+# connection until its rxe device is re-created. rping alone, with no
+# rpage, shows it on both kernels: `rdma res show qp` lists QP1 in ERR.
+# A real NIC has no such failure; rxe's device removal is tested apart.
+
+# link_cut: A's link passes nothing, either way, until link_restore.
+link_cut() {
+	modprobe sch_netem && modprobe cls_matchall && modprobe act_gact &&
+	tc qdisc add dev eth0 root netem loss 100% &&
+	tc qdisc add dev eth0 clsact &&
+	tc filter add dev eth0 ingress matchall action drop
+}
+
+link_restore() {
+	tc qdisc del dev eth0 clsact
+	tc qdisc del dev eth0 root
+}
+
+# rt_do "BARRIERS" COMMAND...: runs COMMAND; whatever it returns, marks
+# each of BARRIERS as reached by this host, so that a failure here never
+# leaves the other host waiting at one of them.
+rt_do() {
+	local barriers=$1 b rc
+	shift
+	"$@"
+	rc=$?
+	for b in $barriers; do
+		touch "$RPAGE_SYNC/$RPAGE_NODE.$b"
+	done
+	return "$rc"
+}
+
+# wait_file_or_exit SECONDS FILE PID: FILE appears, or PID ends first.
+wait_file_or_exit() {
+	wait_until "$1" eval "[ -e '$2' ] || ! kill -0 $3 2>/dev/null" &&
+		[ -e "$2" ]
+}
+
+RT_OUTAGE_S=20
+RT_LOSS_S=15
+# A fault that waits for a peer gone past the loss timeout gives up by:
+RT_SIGBUS_BOUND_MS=$(( (RT_LOSS_S + 5) * 1000 ))
+
+# rt_touch NAME: B touches all of A's pool 1 from 4 threads in random
+# order; after 8 MiB it stops and tells A (barrier NAME-ready), waits for
+# A's trouble to start (NAME-go), then touches the rest, which must all
+# arrive intact with no SIGBUS. With a command after NAME, B runs it
+# itself once the sweep goes on (its own trouble). The tool's result is
+# left in /tmp/NAME.out.
+rt_touch() {
+	local name=$1 out=/tmp/$1.out pid rc
+	shift
+	rm -f "/tmp/$name.ready" "/tmp/$name.go"
+	"$FAULT" touch a 1 64M --threads 4 --order random --after 8M \
+		--ready "/tmp/$name.ready" --go "/tmp/$name.go" > "$out" 2>&1 &
+	pid=$!
+	wait_file_or_exit 120 "/tmp/$name.ready" "$pid" ||
+		{ kill "$pid"; cat "$out"; fail "the sweep never got to 8 MiB"; return; }
+	barrier "$name-ready" || { kill "$pid"; return 1; }
+	barrier "$name-go" || { kill "$pid"; return 1; }
+	touch "/tmp/$name.go"
+	if [ $# -gt 0 ]; then
+		sleep 0.5
+		"$@"
+	fi
+	wait "$pid"
+	rc=$?
+	cat "$out"
+	expect_eq "$rc" 0 "touch's exit status (a SIGBUS or a wrong byte fails it)"
+}
+
+peer_cause() {
+	peer_field "$1" cause
+}
+
+# rt_mark NAME: remembers the peer's counters, for rt_expect_rode_through.
+rt_mark() {
+	RT_RECONNECTS=$(peer_field "$1" reconnects)
+	RT_RETRIED=$(peer_field "$1" retried)
+	RT_LOST=$(peer_field "$1" lost)
+}
+
+# rt_expect_rode_through NAME [retried]: since rt_mark, the peer's status
+# shows a reconnect (and with "retried", transfers retried: where faults
+# were surely in flight when the trouble came), and no transfer lost.
+rt_expect_rode_through() {
+	"$RPAGECTL" peer show "$1"
+	[ "$(peer_field "$1" reconnects)" -gt "$RT_RECONNECTS" ] ||
+		fail "no reconnect counted" || return
+	if [ "${2:-}" = retried ]; then
+		[ "$(peer_field "$1" retried)" -gt "$RT_RETRIED" ] ||
+			fail "no transfer counted as retried" || return
+	fi
+	expect_eq "$(( $(peer_field "$1" lost) - RT_LOST ))" 0 "transfers lost"
+}
+
+# --- A's link down for 20 s, loss timeout 60 s: not one SIGBUS --------
+
+test_rt_outage_a() {
+	barrier rt-outage-ready || return
+	link_cut || fail "cutting the link" || return
+	barrier rt-outage-go || { link_restore; return 1; }
+	sleep "$RT_OUTAGE_S"
+	link_restore
+	barrier rt-outage-done
+}
+
+# While the sweep waits, `peer show` must say why.
+rt_watch_cause() {
+	local deadline=$(( $(date +%s) + 30 )) state cause
+	while [ "$(date +%s)" -lt "$deadline" ]; do
+		state=$(peer_field a state)
+		if [ "$state" != connected ]; then
+			cause=$(peer_cause a)
+			echo "state $state, cause: $cause" > /tmp/rt-cause
+			return 0
+		fi
+		sleep 0.5
+	done
+	echo "never left connected" > /tmp/rt-cause
+}
+
+test_rt_outage_b() {
+	rt_mark a
+	rt_watch_cause_after_go &
+	rt_touch rt-outage || return
+	wait
+	echo "during the outage: $(cat /tmp/rt-cause)"
+	grep -qE "completion|heartbeat|connecting|SEND" /tmp/rt-cause ||
+		fail "peer show did not name the cause" || return
+	rt_expect_rode_through a retried || return
+	barrier rt-outage-done
+}
+
+rt_watch_cause_after_go() {
+	wait_until 120 test -e /tmp/rt-outage.go > /dev/null && rt_watch_cause
+}
+
+# --- A's link down past a 15 s loss timeout: SIGBUS in time, then back --
+
+test_rt_loss_a() {
+	barrier rt-loss-ready || return
+	link_cut || fail "cutting the link" || return
+	barrier rt-loss-go && barrier rt-loss-survived
+	link_restore
+	barrier rt-loss-link-up || return
+	barrier rt-loss-done
+}
+
+test_rt_loss_b() {
+	local out=/tmp/rt-loss.out pid rc t0 waited
+	"$RPAGECTL" peer set a loss-timeout "$RT_LOSS_S" || fail "peer set" || return
+	rm -f /tmp/rt-loss.ready /tmp/rt-loss.go
+	"$FAULT" survive a 1 64M --fetched 4M --ready /tmp/rt-loss.ready \
+		--go /tmp/rt-loss.go --timeout-ms "$RT_SIGBUS_BOUND_MS" > "$out" 2>&1 &
+	pid=$!
+	wait_file_or_exit 120 /tmp/rt-loss.ready "$pid" ||
+		{ kill "$pid"; cat "$out"; fail "survivor never fetched"; return; }
+	barrier rt-loss-ready || { kill "$pid"; return 1; }
+	barrier rt-loss-go || { kill "$pid"; return 1; }
+	touch /tmp/rt-loss.go
+	wait "$pid"
+	rc=$?
+	cat "$out"
+	"$RPAGECTL" peer show a
+	barrier rt-loss-survived || return
+	expect_eq "$rc" 0 "survivor's exit status" || return
+	[ "$(peer_field a lost)" -ge 1 ] || fail "no transfer counted as lost" || return
+	# Back within 10 s of the link: connected, with its pool table.
+	barrier rt-loss-link-up || return
+	t0=${EPOCHREALTIME/./}
+	wait_until 30 remote_pool_listed a 1 || fail "pool 1 of a not listed again" || return
+	waited=$(ms_since "$t0")
+	echo "pools of a listed again ${waited} ms after the link came back"
+	[ "$waited" -le 10000 ] || fail "took more than 10 s" || return
+	"$RPAGECTL" peer set a loss-timeout 60 || fail "peer set" || return
+	# A new mapping reads every byte right.
+	"$FAULT" touch a 1 8M --threads 2 || return
+	barrier rt-loss-done
+}
+
+# --- A forgets B and adds it back while B faults: no SIGBUS ----------
+
+test_rt_readd_a() {
+	barrier rt-readd-ready || return
+	barrier rt-readd-go || return
+	sleep 0.5
+	"$RPAGECTL" peer del b && "$RPAGECTL" peer add b addr "$RPAGE_PEER_IP" ||
+		fail "peer del and add" || return
+	barrier rt-readd-done
+}
+
+test_rt_readd_b() {
+	rt_mark a
+	rt_touch rt-readd || return
+	rt_expect_rode_through a || return
+	barrier rt-readd-done
+}
+
+# --- Either host's RDMA device removed and added back under B's faults --
+
+rt_relink() {
+	rdma link delete rxe0 || fail "rdma link delete" || return
+	sleep 1
+	rdma link add rxe0 type rxe netdev eth0 || fail "rdma link add"
+}
+
+test_rt_relink_a() {
+	barrier rt-relink-a-ready || return
+	barrier rt-relink-a-go || return
+	sleep 0.5
+	rt_relink || return
+	barrier rt-relink-a-done || return
+	barrier rt-relink-b-ready || return
+	barrier rt-relink-b-go || return
+	barrier rt-relink-b-done || return
+	# A's peer b and endpoint came back too.
+	wait_until 60 peer_is "$PEER" connected || fail "b not connected again"
+}
+
+test_rt_relink_b() {
+	rt_mark a
+	rt_touch rt-relink-a || return
+	barrier rt-relink-a-done || return
+	rt_expect_rode_through a || return
+	rt_mark a
+	rt_touch rt-relink-b rt_relink || return
+	barrier rt-relink-b-done || return
+	rt_expect_rode_through a
+}
+
+# --- 1% of the packets A sends lost for the whole sweep: no SIGBUS ------
+
+test_rt_lossy_a() {
+	modprobe sch_netem || fail "no sch_netem" || return
+	tc qdisc add dev eth0 root netem loss 1% || fail "tc netem" || return
+	barrier rt-lossy-ready
+	barrier rt-lossy-go
+	barrier rt-lossy-done
+	tc -s qdisc show dev eth0
+	tc qdisc del dev eth0 root
+}
+
+test_rt_lossy_b() {
+	rt_touch rt-lossy || return
+	barrier rt-lossy-done
+}
+
+# --- A fault stalled on the network holds up nothing else -------------
+
+test_rt_stall_a() {
+	barrier rt-stall-ready || return
+	link_cut || fail "cutting the link" || return
+	barrier rt-stall-go && barrier rt-stall-done
+	link_restore
+}
+
+# Milliseconds since $1, a time in microseconds taken as
+# t0=${EPOCHREALTIME/./}: bash's own clock, no program starts between.
+ms_since() {
+	echo $(( (${EPOCHREALTIME/./} - $1) / 1000 ))
+}
+
+test_rt_stall_b() {
+	local out=/tmp/rt-stall.out pid t0 took line max ret=0
+	rm -f /tmp/rt-stall.fetched /tmp/rt-stall.go /tmp/rt-stall.ready
+	"$FAULT" stall a 1 64M --fetched-ready /tmp/rt-stall.fetched \
+		--go /tmp/rt-stall.go --ready /tmp/rt-stall.ready > "$out" 2>&1 &
+	pid=$!
+	wait_file_or_exit 60 /tmp/rt-stall.fetched "$pid" ||
+		{ kill -9 "$pid"; cat "$out"; fail "stall tool never fetched"; return; }
+	barrier rt-stall-ready || { kill -9 "$pid"; return 1; }
+	barrier rt-stall-go || { kill -9 "$pid"; return 1; }
+	touch /tmp/rt-stall.go
+	if ! wait_file_or_exit 60 /tmp/rt-stall.ready "$pid"; then
+		kill -9 "$pid"
+		cat "$out"
+		barrier rt-stall-done
+		fail "stall tool never measured"
+		return
+	fi
+	cat "$out"
+	line=$(grep '^stall ' "$out")
+	for max in $(echo "$line" | grep -oE '[0-9]+\.[0-9]+'); do
+		awk -v m="$max" 'BEGIN { exit !(m < 100) }' ||
+			{ echo "FAIL: $line: a call took 100 ms or more"; ret=1; }
+	done
+	# A shell builtin: the time is the read's, not a program's start.
+	t0=${EPOCHREALTIME/./}
+	IFS= read -r -d '' line < "/proc/$pid/cmdline"
+	took=$(ms_since "$t0")
+	echo "read of /proc/$pid/cmdline: $took ms ($line)"
+	[ "$took" -lt 100 ] || { echo "FAIL: the read took $took ms"; ret=1; }
+	t0=${EPOCHREALTIME/./}
+	kill -9 "$pid"
+	wait "$pid" 2> /dev/null
+	took=$(ms_since "$t0")
+	echo "kill -9: gone after $took ms"
+	[ "$took" -lt 1000 ] || { echo "FAIL: kill -9 took $took ms"; ret=1; }
+	barrier rt-stall-done
+	# The peer comes back after the stall: later tests need it.
+	wait_until 60 peer_is a connected || { echo "FAIL: a not connected again"; ret=1; }
+	return "$ret"
+}
+
+# --- A pool destroyed and created again with the same id -------------
+
+test_rt_replaced_a() {
+	"$RPAGECTL" pool create 6 size 16M writable || return
+	wait_until 30 remote_pool_listed self 6 || fail "pool 6 not announced to self" || return
+	"$PATTERN" fill self 6 16M || return
+	barrier rt-replaced-ready || return
+	"$RPAGECTL" pool destroy 6 || fail "pool destroy" || return
+	"$RPAGECTL" pool create 6 size 16M writable || fail "pool create again" || return
+	wait_until 30 remote_pool_listed self 6 || fail "new pool 6 not announced to self" || return
+	"$PATTERN" write self 6 0 16M --seed 7 || return
+	barrier rt-replaced-go || return
+	barrier rt-replaced-done || return
+	# Nothing B evicted through its old mapping landed in the new pool.
+	"$PATTERN" read self 6 0 16M --seed 7 || fail "the new pool was written through the old mapping" || return
+	"$RPAGECTL" pool destroy 6
+}
+
+test_rt_replaced_b() {
+	local out=/tmp/rt-replaced.out pid rc
+	wait_until 60 remote_pool_listed a 6 || fail "pool 6 not announced" || return
+	rm -f /tmp/rt-replaced.ready /tmp/rt-replaced.go
+	"$FAULT" replaced a 6 16M --fetched 4M --ready /tmp/rt-replaced.ready \
+		--go /tmp/rt-replaced.go --seed-new 7 > "$out" 2>&1 &
+	pid=$!
+	wait_file_or_exit 60 /tmp/rt-replaced.ready "$pid" ||
+		{ kill "$pid"; cat "$out"; fail "tool never fetched"; return; }
+	barrier rt-replaced-ready || { kill "$pid"; return 1; }
+	barrier rt-replaced-go || { kill "$pid"; return 1; }
+	touch /tmp/rt-replaced.go
+	wait "$pid"
+	rc=$?
+	cat "$out"
+	barrier rt-replaced-done || return
+	expect_eq "$rc" 0 "exit status" || return
+	grep -q "evict_errno=ESTALE" "$out" || fail "evict did not fail with ESTALE"
+}
+
+# --- B powers off without a word: A's heartbeat notices ---------------
+
+# On A, once B has gone (its QEMU exited): A's peer b leaves connected
+# within the heartbeat bound, and no inbound connection of B's is left.
+test_rt_heartbeat_a() {
+	local t0 waited
+	wait_until 600 peer_gone || fail "b never went" || return
+	t0=${EPOCHREALTIME/./}
+	wait_until 30 eval '[ "$(peer_field b state)" != connected ]' ||
+		fail "b still connected 30 s after it went" || return
+	waited=$(ms_since "$t0")
+	wait_until 30 peer_field_is b qps_inbound 0 ||
+		fail "b's inbound connections still there" || return
+	"$RPAGECTL" peer show b
+	echo "b left connected ${waited} ms after its QEMU exited; inbound $(peer_field b qps_inbound)"
+	# Heartbeats every second, 5 missed at most; and the RC retries.
+	[ "$waited" -le 10000 ] || fail "noticed after $waited ms"
+}
+
+# The barriers of each test, for rt_do.
+RT_OUTAGE="rt-outage-ready rt-outage-go rt-outage-done"
+RT_LOSS="rt-loss-ready rt-loss-go rt-loss-survived rt-loss-link-up rt-loss-done"
+RT_READD="rt-readd-ready rt-readd-go rt-readd-done"
+RT_RELINK="rt-relink-a-ready rt-relink-a-go rt-relink-a-done rt-relink-b-ready rt-relink-b-go rt-relink-b-done"
+RT_LOSSY="rt-lossy-ready rt-lossy-go rt-lossy-done"
+RT_STALL="rt-stall-ready rt-stall-go rt-stall-done"
+RT_REPLACED="rt-replaced-ready rt-replaced-go rt-replaced-done"
