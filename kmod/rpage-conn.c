@@ -55,19 +55,28 @@ void rpage_conn_init(struct rpage_conn *conn, struct rpage_peer *peer,
 
 /*
  * The one place a connection changes state, under its peer's state
- * lock, so that the peer can check all of its connections at once.
- * Returns the state it had.
+ * lock, so that the peer can check all of its connections at once (a
+ * peer is never connected with a connection that is not). Returns
+ * whether it was connected.
  */
+bool __rpage_conn_set_state(struct rpage_conn *conn, enum rpage_conn_state new)
+{
+	enum rpage_conn_state old = conn->state;
+
+	lockdep_assert_held(&conn->peer->state_lock);
+	conn->state = new;
+	return old == RPAGE_CONN_CONNECTED;
+}
+
 bool rpage_conn_set_state(struct rpage_conn *conn, enum rpage_conn_state new)
 {
 	struct rpage_peer *peer = conn->peer;
-	enum rpage_conn_state old;
+	bool was_up;
 
 	spin_lock(&peer->state_lock);
-	old = conn->state;
-	conn->state = new;
+	was_up = __rpage_conn_set_state(conn, new);
 	spin_unlock(&peer->state_lock);
-	return old == RPAGE_CONN_CONNECTED;
+	return was_up;
 }
 
 /*
@@ -336,7 +345,7 @@ void rpage_conn_abort(struct rpage_conn *conn)
 	rpage_conn_free_qp(conn);
 	conn->cm_id = NULL;
 	rpage_conn_free_rest(conn);
-	conn->state = RPAGE_CONN_IDLE;
+	rpage_conn_set_state(conn, RPAGE_CONN_IDLE);
 }
 
 /*
@@ -362,7 +371,7 @@ void rpage_conn_destroy(struct rpage_conn *conn)
 	rdma_destroy_id(cm_id);
 	conn->cm_id = NULL;
 	rpage_conn_free_rest(conn);
-	conn->state = RPAGE_CONN_IDLE;
+	rpage_conn_set_state(conn, RPAGE_CONN_IDLE);
 	up_write(&conn->users);
 }
 
@@ -454,7 +463,7 @@ static int rpage_ctl_post(struct rpage_conn *conn, struct rpage_ctl_wait *wait,
 
 		while (atomic_dec_if_positive(&conn->sq_free) < 0) {
 			if (time_after(jiffies, deadline)) {
-				rpage_peer_conn_lost(conn, "%s: no room in the send queue for %u ms",
+				rpage_peer_conn_lost(conn, "%s: send queue full for %u ms",
 						     what, timeout_ms);
 				return -ETIMEDOUT;
 			}

@@ -242,7 +242,7 @@ void rpage_peer_conn_lost(struct rpage_conn *conn, const char *fmt, ...)
 	}
 	spin_lock(&peer->state_lock);
 	if (conn->state == RPAGE_CONN_CONNECTED) {
-		conn->state = RPAGE_CONN_CLOSED;
+		__rpage_conn_set_state(conn, RPAGE_CONN_CLOSED);
 		if (peer->state == RPAGE_PEER_STATE_CONNECTED) {
 			if (time_before(jiffies, peer->connected_at +
 					msecs_to_jiffies(RPAGE_STABLE_MS)))
@@ -487,7 +487,7 @@ static unsigned long rpage_heartbeat_interval(void)
  * that completes means the peer's queue pair is there and has a receive
  * posted. One that has not completed after RPAGE_HEARTBEAT_MISSES
  * intervals, or that fails, ends the connection (rpage_conn_send()
- * reports why: "outbound heartbeat: no completion for 5000 ms").
+ * reports why: "outbound heartbeat: no completion for 25000 ms").
  */
 static void rpage_heartbeat_send(struct rpage_conn *conn, const char *what)
 {

@@ -564,6 +564,7 @@ int rpage_conn_create_qp(struct rpage_conn *conn, struct rdma_cm_id *cm_id);
 int rpage_conn_setup_recvs(struct rpage_conn *conn);
 void rpage_conn_destroy(struct rpage_conn *conn);
 void rpage_conn_abort(struct rpage_conn *conn);
+bool __rpage_conn_set_state(struct rpage_conn *conn, enum rpage_conn_state new);
 bool rpage_conn_set_state(struct rpage_conn *conn, enum rpage_conn_state new);
 void rpage_conn_to_error(struct rpage_conn *conn);
 int rpage_conn_post_wait(struct rpage_conn *conn, struct ib_send_wr *wr,
@@ -592,6 +593,7 @@ static inline void rpage_peer_alive(struct rpage_peer *peer)
 	if (READ_ONCE(peer->last_alive) != now)
 		WRITE_ONCE(peer->last_alive, now);
 }
+
 void rpage_peer_synced(struct rpage_peer *peer);
 int rpage_peer_wait_connected(struct rpage_peer *peer, bool killable,
 			      unsigned long failed_since,

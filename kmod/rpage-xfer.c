@@ -557,25 +557,28 @@ static bool rpage_xfer_transport_error(int err)
 	       err == -ETIMEDOUT;
 }
 
+/*
+ * The run of @x, in one allocation (a fault's is a few hundred bytes):
+ * the slots, then the bitmap of pages moved, then the ranges' pools.
+ */
 static struct rpage_xfer_run *rpage_xfer_run_alloc(struct rpage_xfer *x)
 {
 	unsigned int slots = min_t(unsigned long, x->nr_pages, RPAGE_XFER_SLOTS);
+	size_t ops_size, bitmap_size;
 	struct rpage_xfer_run *run;
 	unsigned int i;
 
 	if (x->depth)
 		slots = min(slots, x->depth);
-	run = kzalloc(struct_size(run, ops, slots), GFP_KERNEL);
+	ops_size = struct_size(run, ops, slots);
+	bitmap_size = BITS_TO_LONGS(x->nr_pages) * sizeof(long);
+	run = kvzalloc(ops_size + bitmap_size +
+		       x->nr_ranges * sizeof(*run->rpools),
+		       GFP_KERNEL | __GFP_NOWARN);
 	if (!run)
 		return NULL;
-	run->finished = bitmap_zalloc(x->nr_pages, GFP_KERNEL | __GFP_NOWARN);
-	run->rpools = kcalloc(x->nr_ranges, sizeof(*run->rpools), GFP_KERNEL);
-	if (!run->finished || !run->rpools) {
-		bitmap_free(run->finished);
-		kfree(run->rpools);
-		kfree(run);
-		return NULL;
-	}
+	run->finished = (void *)run + ops_size;
+	run->rpools = (void *)run->finished + bitmap_size;
 	run->x = x;
 	run->nr_slots = slots;
 	for (i = 0; i < slots; i++)
@@ -655,10 +658,7 @@ int rpage_xfer(struct rpage_xfer *x)
 		ret = -EIO;
 	if (ret)
 		rpage_xfer_report(run, ret);
-	if (!run->leaked) {
-		bitmap_free(run->finished);
-		kfree(run->rpools);
-		kfree(run);
-	}
+	if (!run->leaked)
+		kvfree(run);
 	return ret;
 }

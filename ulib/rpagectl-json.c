@@ -146,7 +146,7 @@ void print_u64(struct json_writer *jw, const char *key, const char *label,
 
 /*
  * A duration: JSON milliseconds under @key; text seconds, to the
- * millisecond ("60s", "1.5s").
+ * millisecond ("60s", "1.500s").
  */
 void print_ms(struct json_writer *jw, const char *key, const char *label,
 	      uint64_t ms)

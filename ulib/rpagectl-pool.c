@@ -423,7 +423,8 @@ static int fail_transfer(bool is_write, int fd, const char *peer,
 		words = "no such pool on this peer (see 'rpagectl pool show remote')";
 		break;
 	case ENOTCONN:
-		return fail_cmd(what, peer, err, "peer not connected");
+		return fail_cmd(what, peer, err,
+				"the peer stayed unreachable past its loss timeout (see 'rpagectl peer show')");
 	case ETIMEDOUT:
 		return fail_cmd(what, peer, err,
 				"the peer did not answer in time (module parameter io_timeout_ms)");
@@ -435,6 +436,9 @@ static int fail_transfer(bool is_write, int fd, const char *peer,
 		break;
 	case EIO:
 		words = "the transfer failed (see the kernel log)";
+		break;
+	case EBADF:
+		words = "/dev/rpage is not open for writing";
 		break;
 	case EINVAL:
 		words = "the module refused this offset or length";

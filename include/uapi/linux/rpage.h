@@ -399,7 +399,10 @@ struct rpage_iovec {
  * below), EFAULT (a bad pointer or buffer), EPERM (write to a read-only
  * pool), EBADF (a write through a file not opened for writing), ENOTCONN
  * (the peer stayed unreachable past its loss timeout, or was deleted),
- * EINTR (a fatal signal), ENOMEM. With a loss timeout of 0 a transport
+ * ESTALE (the pool was destroyed and created again with the same id
+ * while the transfer waited for the peer), EINTR (a fatal signal),
+ * ENOMEM, EOPNOTSUPP (the peer is reached through an iWARP device,
+ * which rpage does not support yet). With a loss timeout of 0 a transport
  * failure ends the call at once instead: ENOTCONN (not connected),
  * ETIMEDOUT (no page completed for io_timeout_ms) or EIO (the transfer
  * failed). A failed read may have filled part of the buffers; a failed
@@ -510,7 +513,9 @@ struct rpage_device_stats {
  *
  * Errors: EINVAL (flags, reserved fields, alignment), E2BIG (too long),
  * ENOENT (unknown peer, or the pool is not announced by the peer), ERANGE
- * (beyond the pool), ENOSPC (no mapping id left), ENOMEM, EFAULT.
+ * (beyond the pool), ENOTCONN (the peer, reconnecting, stayed unreachable
+ * past its loss timeout, or was deleted), EINTR (a fatal signal while
+ * waiting for it), ENOSPC (no mapping id left), ENOMEM, EFAULT.
  */
 struct rpage_map {
 	__u32 peer_id;
