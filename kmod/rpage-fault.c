@@ -21,6 +21,7 @@
 
 #include <linux/highmem.h>
 #include <linux/mm.h>
+#include <linux/pagemap.h>
 #include <linux/sched/signal.h>
 #include <linux/slab.h>
 #include <linux/uaccess.h>
@@ -457,6 +458,32 @@ static int rpage_fault_wait(struct rpage_fault_ctx *fc, unsigned long index,
 }
 
 /* Makes page @index of the mapping here for fault @fc; returns how. */
+/*
+ * Locks @page, which the fault holds, found at @index of @map, for the
+ * fault to return it locked (VM_FAULT_LOCKED): core mm maps it and only
+ * then unlocks it. An eviction takes the same lock before it zaps the
+ * page's mappings and drops it, so it either waits for that mapping and
+ * zaps it, or drops the page before the fault locks it - and then the
+ * page is no longer at @index, which the fault checks under the lock.
+ * Returns 0 with the page locked, -EAGAIN if it left @index (the fault
+ * looks again), or -EWOULDBLOCK for a fault that may not wait.
+ */
+static int rpage_fault_lock_page(struct rpage_fault_ctx *fc, struct page *page,
+				 unsigned long index)
+{
+	if (!trylock_page(page)) {
+		if (fc->vmf->flags & FAULT_FLAG_RETRY_NOWAIT)
+			return -EWOULDBLOCK;
+		/* Held only while an eviction zaps or a fault maps: short. */
+		lock_page(page);
+	}
+	if (xa_load(&fc->map->pages, index) != page) {
+		unlock_page(page);
+		return -EAGAIN;
+	}
+	return 0;
+}
+
 static enum rpage_fault_result rpage_fault_page(struct rpage_fault_ctx *fc,
 						unsigned long index, int *err)
 {
@@ -467,6 +494,7 @@ static enum rpage_fault_result rpage_fault_page(struct rpage_fault_ctx *fc,
 	int ret;
 
 	rpage_readahead(map, index);
+again:
 	for (;;) {
 		entry = rpage_page_lookup(map, index, &prefetched);
 		if (IS_ERR(entry)) {
@@ -486,7 +514,15 @@ static enum rpage_fault_result rpage_fault_page(struct rpage_fault_ctx *fc,
 		}
 	}
 	if (entry) {
-		fc->vmf->page = entry;
+		page = entry;
+		ret = rpage_fault_lock_page(fc, page, index);
+		if (ret) {
+			put_page(page);
+			if (ret == -EAGAIN)
+				goto again;
+			return RPAGE_FAULT_RETRY;
+		}
+		fc->vmf->page = page;
 		if (prefetched)
 			rpage_fault_count(map, RPAGE_FC_PREFETCH_HITS, 1);
 		return waited ? RPAGE_FAULT_WAITED : RPAGE_FAULT_MINOR;
@@ -512,8 +548,12 @@ static enum rpage_fault_result rpage_fault_page(struct rpage_fault_ctx *fc,
 		rpage_page_publish(map, index, page, false);
 		return RPAGE_FAULT_RETRY;
 	}
-	/* One reference for the mapping's table, one for the page table. */
+	/*
+	 * One reference for the mapping's table, one for the page table;
+	 * locked before anyone can see it (see rpage_fault_lock_page()).
+	 */
 	get_page(page);
+	lock_page(page);
 	rpage_page_publish(map, index, page, false);
 	fc->vmf->page = page;
 	return RPAGE_FAULT_FETCHED;
@@ -540,7 +580,7 @@ vm_fault_t rpage_vm_fault(struct vm_fault *vmf)
 	}
 	switch (result) {
 	case RPAGE_FAULT_FETCHED:
-		ret = VM_FAULT_MAJOR;
+		ret = VM_FAULT_MAJOR | VM_FAULT_LOCKED;
 		break;
 	case RPAGE_FAULT_MINOR:
 		/* A retried fault finding its page was counted the first time. */
@@ -548,9 +588,11 @@ vm_fault_t rpage_vm_fault(struct vm_fault *vmf)
 			counted = false;
 		else
 			rpage_fault_count(map, RPAGE_FC_MINOR, 1);
+		ret = VM_FAULT_LOCKED;
 		break;
 	case RPAGE_FAULT_WAITED:
 		rpage_fault_count(map, RPAGE_FC_WAITS, 1);
+		ret = VM_FAULT_LOCKED;
 		break;
 	case RPAGE_FAULT_RETRY:
 		counted = fc.counted;

@@ -395,6 +395,7 @@ static int rpage_evict(struct rpage_mapping *map, unsigned long first,
 		       unsigned long nr, struct rpage_evict *arg)
 {
 	struct rpage_evict_batch b = { .map = map };
+	unsigned long i;
 	int ret = 0;
 
 	/* The range is the caller's to choose: too large is ENOMEM, no WARN. */
@@ -407,9 +408,18 @@ static int rpage_evict(struct rpage_mapping *map, unsigned long first,
 	rpage_evict_claim(&b, first, first + nr - 1);
 	if (!b.nr)
 		goto out;
+	/*
+	 * A fault that found a page before the claim maps it under the page
+	 * lock (see rpage_fault_lock_page()): with every lock taken, those
+	 * mappings are in place, and the zap below takes them all down.
+	 */
+	for (i = 0; i < b.nr; i++)
+		lock_page(b.pages[i]);
 	unmap_mapping_range(map->f_mapping,
 			    (loff_t)(map->pgoff + first) << PAGE_SHIFT,
 			    (loff_t)nr << PAGE_SHIFT, 1);
+	for (i = 0; i < b.nr; i++)
+		unlock_page(b.pages[i]);
 	rpage_evict_sort_dirty(&b);
 	if (b.nr_dirty)
 		ret = rpage_evict_write(&b);

@@ -744,6 +744,85 @@ TEST_F_TIMEOUT(map, evict_writes_back_and_drops, 120)
 	EXPECT_EQ(2 * pages, peer_counters(_metadata, self).reads - after.reads);
 }
 
+/*
+ * Evicts page 0 of a mapping over and over, until told to stop; counts
+ * the evictions that dropped it and the calls that failed.
+ */
+struct evictor {
+	int fd;
+	__u64 map_id;
+	bool stop;		/* __atomic */
+	unsigned long evicted, failed;
+	int first_err;
+};
+
+static void *evictor_run(void *arg)
+{
+	struct evictor *e = arg;
+
+	while (!__atomic_load_n(&e->stop, __ATOMIC_ACQUIRE)) {
+		struct rpage_evict ev = { .map_id = e->map_id, .length = page };
+		int ret = rpage_map_evict(e->fd, &ev);
+
+		if (ret) {
+			e->failed++;
+			if (!e->first_err)
+				e->first_err = ret;
+		} else {
+			e->evicted += ev.evicted;
+		}
+	}
+	return NULL;
+}
+
+/*
+ * An eviction racing a fault on the same page loses no write: this
+ * thread drops its page table entry (MADV_DONTNEED), so that every read
+ * faults, and increments a counter in the page, again and again, while
+ * another thread evicts the page. A fault that returned its page just
+ * before the eviction dropped it would map a page no longer in the
+ * mapping: the writes to it are never written back, and the next fault
+ * reads the old value. Every increment must be there at the end, in the
+ * mapping and in the pool.
+ */
+TEST_F_TIMEOUT(map, evict_racing_faults_loses_no_write, 180)
+{
+	const uint64_t rounds = 3000, max_ms = 60000;
+	struct evictor e = { .fd = self->fd };
+	volatile uint64_t *counter;
+	uint64_t i, start, *buf;
+	pthread_t thread;
+
+	NEED_AREA(1, 0);
+	counter = (volatile uint64_t *)self->addr;
+	*counter = 0;
+	e.map_id = self->m.map_id;
+	ASSERT_EQ(0, pthread_create(&thread, NULL, evictor_run, &e));
+	start = now_ms();
+	for (i = 0; i < rounds && now_ms() - start < max_ms; i++) {
+		ASSERT_EQ(0, madvise(self->addr, page, MADV_DONTNEED));
+		*counter = *counter + 1;
+	}
+	__atomic_store_n(&e.stop, true, __ATOMIC_RELEASE);
+	pthread_join(thread, NULL);
+	TH_LOG("%llu increments, %lu evictions, %lu failed (first %d)",
+	       (unsigned long long)i, e.evicted, e.failed, e.first_err);
+	EXPECT_EQ(0, e.failed);
+	/* Some evictions must have raced the faults for this to mean much. */
+	EXPECT_LT(10, e.evicted);
+	EXPECT_EQ(i, *counter);
+
+	/* And the pool has them once the page is written back. */
+	struct rpage_evict ev = { .map_id = self->m.map_id, .length = page };
+
+	ASSERT_EQ(0, rpage_map_evict(self->fd, &ev));
+	buf = aligned_alloc(page, page);
+	ASSERT_NE(NULL, buf);
+	ASSERT_EQ(0, io1(self->fd, false, self->peer_id, POOL_A, 0, page, buf));
+	EXPECT_EQ(i, buf[0]);
+	free(buf);
+}
+
 /* Pages 1-3, 5, 9-30, 40 and 505-520 (across the first 2 MiB region). */
 static bool scattered_dirty(uint64_t i)
 {
