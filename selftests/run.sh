@@ -60,6 +60,7 @@ collect_tap() {
 # end of its console shown then).
 judge_guest() {
 	local label=$1 run=$2 failed_before=$failed
+	[ -s "$run/boot-retried" ] && echo "# [$label] note: $(cat "$run/boot-retried")"
 	collect_tap "$label" "$run"
 	if vm_judge "$run"; then
 		report OK "[$label] guest finished with a clean kernel log"
