@@ -42,7 +42,8 @@ static void rpage_map_release(struct kref *ref)
 	xa_destroy(&map->pages);
 	rpage_fault_counters_free(&map->counters);
 	rpage_peer_put(map->peer);
-	kfree(map);
+	/* rpage_map_get() may still be looking at it, under RCU. */
+	kfree_rcu(map, rcu);
 }
 
 void rpage_map_put(struct rpage_mapping *map)
@@ -151,22 +152,33 @@ long rpage_ioctl_map(struct rpage_file *rfile, void __user *argp)
 	map->node_id = READ_ONCE(map->peer->remote_node_id);
 	rpage_rpool_put(rpool);
 
+	/*
+	 * Once in the table the mapping is its file's, and an UNMAP of its
+	 * id (ids are predictable) may drop the table's reference at once:
+	 * this call keeps one of its own until it has answered.
+	 */
+	kref_get(&map->ref);
 	ret = xa_alloc_cyclic(&rpage_maps, &id, map,
 			      XA_LIMIT(1, RPAGE_MAP_ID_MAX), &rpage_maps_next,
 			      GFP_KERNEL);
-	if (ret < 0)
+	if (ret < 0) {
+		rpage_map_put(map);
 		goto err;
+	}
 	map->id = id;
 	map->pgoff = (pgoff_t)id << RPAGE_MAP_ID_SHIFT;
 
 	arg.map_id = id;
 	arg.mmap_offset = (u64)map->pgoff << PAGE_SHIFT;
+	ret = 0;
 	if (copy_to_user(argp, &arg, sizeof(arg))) {
-		xa_erase(&rpage_maps, id);
+		/* Unless an UNMAP took it out already: then it is done. */
+		if (xa_cmpxchg(&rpage_maps, id, map, NULL, 0) == map)
+			rpage_map_put(map);
 		ret = -EFAULT;
-		goto err;
 	}
-	return 0;
+	rpage_map_put(map);
+	return ret;
 
 err:
 	rpage_map_put(map);

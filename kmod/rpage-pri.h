@@ -488,6 +488,7 @@ struct rpage_xfer {
  * @ra_stride: the distance between the last two faults.
  * @ra_next: the next index read-ahead would queue.
  * @ra_window: pages read-ahead queues next; 0 while no pattern is seen.
+ * @rcu: frees it once no lookup (under RCU) can still see it.
  */
 struct rpage_mapping {
 	struct kref ref;
@@ -509,6 +510,7 @@ struct rpage_mapping {
 	long ra_stride;
 	long ra_next;
 	unsigned int ra_window;
+	struct rcu_head rcu;
 };
 
 /* How a fault ended, for its tracepoint. */

@@ -823,6 +823,76 @@ TEST_F_TIMEOUT(map, evict_racing_faults_loses_no_write, 180)
 	free(buf);
 }
 
+/* Unmaps the id a MAP that is failing to answer is about to get. */
+struct unmapper {
+	int fd;
+	__u64 first_id;
+	uint64_t next;		/* __atomic: the MAP call under way */
+	bool stop;		/* __atomic */
+	unsigned long hits;
+};
+
+static void *unmapper_run(void *arg)
+{
+	struct unmapper *u = arg;
+
+	while (!__atomic_load_n(&u->stop, __ATOMIC_ACQUIRE)) {
+		struct rpage_unmap un = {
+			.map_id = u->first_id + __atomic_load_n(&u->next,
+							      __ATOMIC_ACQUIRE),
+		};
+
+		if (!rpage_map_destroy(u->fd, &un))
+			u->hits++;
+	}
+	return NULL;
+}
+
+/*
+ * A MAP whose answer cannot be written back (EFAULT) takes its mapping
+ * out of the table again - while an UNMAP of the same id, which a
+ * caller can guess, may have done it already: the mapping must be
+ * freed once, not twice (a double put is a use-after-free, and the
+ * kernel log's "refcount_t: underflow" fails the run).
+ */
+TEST_F_TIMEOUT(map, map_failing_to_answer_races_unmap, 180)
+{
+	const uint64_t rounds = 20000;
+	struct unmapper u = { .fd = self->fd };
+	struct rpage_map probe, *ro;
+	pthread_t thread;
+	uint64_t i, efault = 0;
+
+	NEED_PEER();
+	make_pool(_metadata, self, POOL_A, 4, RPAGE_POOL_WRITABLE);
+	/* The argument on a read-only page: read in, never written back. */
+	ro = mmap(NULL, page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+		  -1, 0);
+	ASSERT_NE(MAP_FAILED, ro);
+	*ro = (struct rpage_map) {
+		.peer_id = self->peer_id, .pool_id = POOL_A, .length = page,
+	};
+	ASSERT_EQ(0, mprotect(ro, page, PROT_READ));
+	/* Ids are handed out in turn: learn where they are. */
+	probe = *ro;
+	ASSERT_EQ(0, rpage_map_create(self->fd, &probe));
+	ASSERT_EQ(0, rpage_map_destroy(self->fd,
+				       &(struct rpage_unmap){ .map_id = probe.map_id }));
+	u.first_id = probe.map_id + 1;
+	ASSERT_EQ(0, pthread_create(&thread, NULL, unmapper_run, &u));
+	for (i = 0; i < rounds; i++) {
+		__atomic_store_n(&u.next, i, __ATOMIC_RELEASE);
+		if (ioctl(self->fd, RPAGE_IOC_MAP, ro) < 0 && errno == EFAULT)
+			efault++;
+	}
+	__atomic_store_n(&u.stop, true, __ATOMIC_RELEASE);
+	pthread_join(thread, NULL);
+	TH_LOG("%llu MAPs failed with EFAULT, %lu UNMAPs took their id first",
+	       (unsigned long long)efault, u.hits);
+	EXPECT_EQ(rounds, efault);
+	munmap(ro, page);
+}
+
 /* Pages 1-3, 5, 9-30, 40 and 505-520 (across the first 2 MiB region). */
 static bool scattered_dirty(uint64_t i)
 {

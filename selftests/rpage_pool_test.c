@@ -14,6 +14,7 @@
  * leftovers of a killed run); user pools go with the files that
  * exported them, which the test process closes when it ends.
  */
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -864,6 +865,26 @@ TEST_F(pool, io_rejects_bad_io_arguments)
 		}
 	}
 	free(iov);
+}
+
+/*
+ * Writing a peer's memory takes a file open for writing: a process
+ * given /dev/rpage read-only may read pools, not change them.
+ */
+TEST_F(pool, write_through_a_read_only_file_is_ebadf)
+{
+	struct rpage_api api = { .api = RPAGE_API };
+	unsigned char *buf = map_pages(self, 1, PROT_READ | PROT_WRITE);
+	int ro;
+
+	ASSERT_NE(NULL, buf);
+	ro = open(RPAGE_DEVICE_PATH, O_RDONLY | O_CLOEXEC);
+	ASSERT_LE(0, ro);
+	ASSERT_EQ(0, rpage_api(ro, &api));
+	/* Refused before the peer or pool is even looked up. */
+	EXPECT_EQ(-EBADF, io1(ro, true, PEER_ID_NONE, POOL_A, 0, page, buf));
+	EXPECT_EQ(-ENOENT, io1(ro, false, PEER_ID_NONE, POOL_A, 0, page, buf));
+	close(ro);
 }
 
 TEST_F(pool, io_bad_iov_pointer_is_efault)

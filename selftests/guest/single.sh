@@ -50,6 +50,29 @@ test_rxe_driver_unloaded() {
 	rpage_devices | grep -qx rxe0 || fail "rxe0 not listed after reload"
 }
 
+# Module parameters out of range are refused, at load and at run time.
+test_bad_parameters_refused() {
+	local p
+	for p in io_timeout_ms=0 io_timeout_ms=4000000000 connect_timeout_ms=0 \
+		 reconnect_delay_ms=0 qps_per_peer=17 heartbeat_ms=600001 \
+		 ack_timeout=32 loss_timeout_ms=86400001; do
+		if insmod "$RPAGE_KO" "$p" 2> /dev/null; then
+			rmmod rpage
+			fail "insmod with $p succeeded"
+			return
+		fi
+		dmesg | tail -n 5 | grep -q "out of range" ||
+			fail "no reason logged for $p" || return
+	done
+	rpage_load || fail "insmod with defaults" || return
+	! echo 0 > /sys/module/rpage/parameters/io_timeout_ms 2> /dev/null ||
+		fail "io_timeout_ms=0 written at run time" || return
+	expect_eq "$(cat /sys/module/rpage/parameters/io_timeout_ms)" 10000 "io_timeout_ms" || return
+	echo 2000 > /sys/module/rpage/parameters/io_timeout_ms || fail "a good value refused" || return
+	echo 10000 > /sys/module/rpage/parameters/io_timeout_ms
+	rpage_unload
+}
+
 test_unload_with_device_present() {
 	rpage_unload || fail "rmmod rpage with rxe0 present" || return
 	rpage_load || fail "reload" || return
@@ -61,6 +84,7 @@ rxe_up || echo "rxe setup failed"
 tap_begin module
 run_test rpagectl_reports_errors_without_module test_rpagectl_reports_errors
 run_test load_handshake_unload test_load_handshake_unload
+run_test bad_module_parameters_refused test_bad_parameters_refused
 rpage_load
 run_test device_attached test_device_attached
 run_test rxe_link_removed_and_readded test_rxe_removed_and_readded
