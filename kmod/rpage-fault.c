@@ -22,6 +22,7 @@
 #include <linux/highmem.h>
 #include <linux/mm.h>
 #include <linux/pagemap.h>
+#include <linux/sched/mm.h>
 #include <linux/sched/signal.h>
 #include <linux/slab.h>
 #include <linux/uaccess.h>
@@ -37,29 +38,57 @@
  */
 static struct workqueue_struct *rpage_prefetch_wq;
 
+/* Pages a prefetch claims and reads at a time: its depth, within these. */
+#define RPAGE_PREFETCH_CHUNK_MIN	1
+#define RPAGE_PREFETCH_CHUNK_MAX	RPAGE_PREFETCH_DEPTH_MAX
+
 /**
- * struct rpage_prefetch_run - pages claimed for one prefetch
+ * struct rpage_prefetch_chunk - pages of a prefetch claimed together
+ * @nr: how many.
+ * @index: their indexes in the mapping.
+ * @pages: the pages they are read into, once allocated.
+ */
+struct rpage_prefetch_chunk {
+	unsigned long nr;
+	unsigned long *index;
+	struct page **pages;
+};
+
+/**
+ * struct rpage_prefetch_run - one prefetch (or read-ahead) of a mapping
  * @work: runs it in the background.
  * @map: the mapping, referenced.
- * @nr: pages claimed.
+ * @next: the next index it considers.
+ * @stride: the distance between the indexes it reads.
+ * @left: indexes left to consider from @next.
  * @depth: READs in flight at once.
  * @for_fault: it reads the one page of a fault that could not wait:
  *	neither counted nor marked as prefetched.
  * @killable: run by the caller's task, which a fatal signal ends.
  * @failed: pages whose READ failed, or that were never read.
- * @index: the claimed pages' indexes in the mapping.
- * @pages: the pages being read, NULL until allocated.
+ * @chunk_max: pages per chunk.
+ * @cur: the chunk being read.
+ * @ahead: the chunk claimed next: a fault on one of its pages waits for
+ *	it, as for @cur; a fault on a page further on reads it itself.
+ *
+ * A prefetch claims its pages a chunk at a time, as it reaches them, so
+ * that what it keeps is bounded (two chunks of pages and bookkeeping,
+ * whatever its length) and a fault far ahead of it is not made to wait
+ * for every page before its own.
  */
 struct rpage_prefetch_run {
 	struct work_struct work;
 	struct rpage_mapping *map;
-	unsigned long nr;
+	unsigned long next;
+	long stride;
+	unsigned long left;
 	unsigned int depth;
 	bool for_fault;
 	bool killable;
 	atomic_long_t failed;
-	unsigned long *index;
-	struct page **pages;
+	unsigned int chunk_max;
+	struct rpage_prefetch_chunk cur;
+	struct rpage_prefetch_chunk ahead;
 };
 
 /**
@@ -122,7 +151,8 @@ static int rpage_fetch_page(struct rpage_fault_ctx *fc, unsigned long index,
 	struct page *page;
 	int ret;
 
-	page = alloc_page(GFP_HIGHUSER);
+	/* Charged to the faulting process's memory cgroup. */
+	page = alloc_page(GFP_HIGHUSER | __GFP_ACCOUNT);
 	if (!page)
 		return -ENOMEM;
 	rpage_map_xfer_init(fc->map, &x, &range, false);
@@ -158,24 +188,40 @@ static void rpage_page_publish(struct rpage_mapping *map, unsigned long index,
 	rpage_map_wake(map);
 }
 
-/* A run for @nr pages of @map, none claimed yet; NULL without memory. */
+/*
+ * A prefetch of @nr pages of @map from @first, @stride apart, none
+ * claimed yet; NULL without memory. Its bookkeeping is two chunks.
+ */
 static struct rpage_prefetch_run *rpage_prefetch_alloc(struct rpage_mapping *map,
+						       unsigned long first,
+						       long stride,
 						       unsigned long nr,
 						       unsigned int depth)
 {
+	unsigned int chunk = clamp_t(unsigned int, depth, RPAGE_PREFETCH_CHUNK_MIN,
+				     RPAGE_PREFETCH_CHUNK_MAX);
 	struct rpage_prefetch_run *run;
+	void *mem;
 
 	run = kzalloc(sizeof(*run), GFP_KERNEL);
 	if (!run)
 		return NULL;
-	/* The range is the caller's to choose: too large is ENOMEM, no WARN. */
-	run->index = kvcalloc(nr, sizeof(*run->index), GFP_KERNEL | __GFP_NOWARN);
-	if (!run->index) {
+	mem = kcalloc(2 * chunk, sizeof(unsigned long) + sizeof(struct page *),
+		      GFP_KERNEL);
+	if (!mem) {
 		kfree(run);
 		return NULL;
 	}
+	run->cur.index = mem;
+	run->ahead.index = run->cur.index + chunk;
+	run->cur.pages = (struct page **)(run->ahead.index + chunk);
+	run->ahead.pages = run->cur.pages + chunk;
+	run->chunk_max = chunk;
 	kref_get(&map->ref);
 	run->map = map;
+	run->next = first;
+	run->stride = stride;
+	run->left = nr;
 	run->depth = depth;
 	return run;
 }
@@ -183,51 +229,67 @@ static struct rpage_prefetch_run *rpage_prefetch_alloc(struct rpage_mapping *map
 static void rpage_prefetch_free(struct rpage_prefetch_run *run)
 {
 	rpage_map_put(run->map);
-	kvfree(run->pages);
-	kvfree(run->index);
+	/* The chunks' arrays are one allocation, from cur.index on. */
+	kfree(min(run->cur.index, run->ahead.index));
 	kfree(run);
 }
 
 /*
- * Claims the absent pages among @nr pages of @map from @first, @stride
- * apart (and inside the mapping), for a prefetch; returns it, NULL if
- * none was absent, or ERR_PTR(-ENOMEM).
+ * Claims into @chunk the absent pages among the next ones of @run, up to
+ * a chunk of them; returns how many.
  */
-static struct rpage_prefetch_run *
-rpage_prefetch_claim(struct rpage_mapping *map, unsigned long first, long stride,
-		     unsigned long nr, unsigned int depth)
+static unsigned long rpage_prefetch_claim(struct rpage_prefetch_run *run,
+					  struct rpage_prefetch_chunk *chunk)
 {
-	struct rpage_prefetch_run *run;
-	unsigned long i, index = first;
+	struct rpage_mapping *map = run->map;
+	unsigned long scanned = 0;
 
-	run = rpage_prefetch_alloc(map, nr, depth);
-	if (!run)
-		return ERR_PTR(-ENOMEM);
-	for (i = 0; i < nr && index < map->nr_pages; i++, index += stride) {
-		void *old = xa_cmpxchg(&map->pages, index, NULL,
-				       RPAGE_PAGE_BUSY, GFP_KERNEL);
+	chunk->nr = 0;
+	for (; run->left && chunk->nr < run->chunk_max;
+	     run->left--, run->next += run->stride) {
+		void *old;
 
-		if (xa_is_err(old))
+		if (run->next >= map->nr_pages) {
+			run->left = 0;
 			break;
+		}
+		old = xa_cmpxchg(&map->pages, run->next, NULL, RPAGE_PAGE_BUSY,
+				 GFP_KERNEL);
+		if (xa_is_err(old)) {
+			run->left = 0;
+			break;
+		}
 		if (!old)
-			run->index[run->nr++] = index;
+			chunk->index[chunk->nr++] = run->next;
+		/* A range mostly here already is long to walk. */
+		if (!(++scanned % 1024))
+			cond_resched();
 	}
-	if (!run->nr) {
-		rpage_prefetch_free(run);
-		return NULL;
-	}
-	return run;
+	return chunk->nr;
 }
 
-/* Gives up page @i of @run: it becomes absent again. */
-static void rpage_prefetch_drop(struct rpage_prefetch_run *run, unsigned long i)
+/* Gives up page @i of @chunk: it becomes absent again. */
+static void rpage_prefetch_drop(struct rpage_prefetch_run *run,
+				struct rpage_prefetch_chunk *chunk,
+				unsigned long i)
 {
-	if (run->pages && run->pages[i]) {
-		put_page(run->pages[i]);
-		run->pages[i] = NULL;
+	if (chunk->pages[i]) {
+		put_page(chunk->pages[i]);
+		chunk->pages[i] = NULL;
 	}
 	atomic_long_inc(&run->failed);
-	rpage_page_publish(run->map, run->index[i], NULL, false);
+	rpage_page_publish(run->map, chunk->index[i], NULL, false);
+}
+
+/* Gives up every page of @chunk. */
+static void rpage_prefetch_drop_chunk(struct rpage_prefetch_run *run,
+				      struct rpage_prefetch_chunk *chunk)
+{
+	unsigned long i;
+
+	for (i = 0; i < chunk->nr; i++)
+		rpage_prefetch_drop(run, chunk, i);
+	chunk->nr = 0;
 }
 
 /* Pages of a prefetch are done: here, or absent again. */
@@ -235,51 +297,107 @@ static void rpage_prefetch_done(struct rpage_xfer *x, unsigned long first,
 				unsigned long nr, int status)
 {
 	struct rpage_prefetch_run *run = x->priv;
+	struct rpage_prefetch_chunk *chunk = &run->cur;
 	unsigned long i;
 
 	for (i = first; i < first + nr; i++) {
 		if (status) {
-			rpage_prefetch_drop(run, i);
+			rpage_prefetch_drop(run, chunk, i);
 			continue;
 		}
-		flush_dcache_page(run->pages[i]);
-		rpage_page_publish(run->map, run->index[i], run->pages[i],
+		flush_dcache_page(chunk->pages[i]);
+		rpage_page_publish(run->map, chunk->index[i], chunk->pages[i],
 				   !run->for_fault);
-		run->pages[i] = NULL;
+		chunk->pages[i] = NULL;
 	}
 	if (!status && !run->for_fault)
 		rpage_fault_count(run->map, RPAGE_FC_PREFETCHED, nr);
 }
 
-/* Reads the pages @run claimed; every claim is settled when it returns. */
-static void rpage_prefetch_execute(struct rpage_prefetch_run *run)
+/*
+ * Allocates the pages of @chunk, charged to the memory cgroup of the
+ * process that made the mapping; returns how many it got. A prefetch
+ * never makes the kernel kill a process for memory: it stops instead.
+ */
+static unsigned long rpage_prefetch_alloc_pages(struct rpage_prefetch_run *run,
+						struct rpage_prefetch_chunk *chunk)
 {
-	struct rpage_xfer_range range;
-	struct rpage_xfer x;
-	unsigned long i, ready = 0;
+	struct mem_cgroup *old = set_active_memcg(run->map->memcg);
+	unsigned long i;
 
-	run->pages = kvcalloc(run->nr, sizeof(*run->pages),
-			      GFP_KERNEL | __GFP_NOWARN);
-	for (; run->pages && ready < run->nr; ready++) {
-		run->pages[ready] = alloc_page(GFP_HIGHUSER | __GFP_NOWARN);
-		if (!run->pages[ready])
+	for (i = 0; i < chunk->nr; i++) {
+		chunk->pages[i] = alloc_page(GFP_HIGHUSER | __GFP_ACCOUNT |
+					     __GFP_NORETRY | __GFP_NOWARN);
+		if (!chunk->pages[i])
 			break;
 	}
+	set_active_memcg(old);
+	return i;
+}
+
+/*
+ * Reads the pages of @run->cur; every one is settled when it returns.
+ * Returns whether the prefetch goes on: not after a failure (no memory,
+ * a kill, the pool or the peer gone), which the pages after it would
+ * only meet again; they stay absent, for faults to read.
+ */
+static bool rpage_prefetch_read_chunk(struct rpage_prefetch_run *run)
+{
+	struct rpage_prefetch_chunk *chunk = &run->cur;
+	struct rpage_xfer_range range;
+	unsigned long i, ready;
+	struct rpage_xfer x;
+	int ret = 0;
+
+	ready = rpage_prefetch_alloc_pages(run, chunk);
 	if (ready) {
 		rpage_map_xfer_init(run->map, &x, &range, false);
-		range.index = run->index;
+		range.index = chunk->index;
 		range.nr = ready;
-		x.pages = run->pages;
+		x.pages = chunk->pages;
 		x.nr_pages = ready;
 		x.depth = run->depth;
 		x.killable = run->killable;
 		x.done = rpage_prefetch_done;
 		x.priv = run;
-		rpage_xfer(&x);
+		ret = rpage_xfer(&x);
 	}
-	/* Pages no memory was found for. */
-	for (i = ready; i < run->nr; i++)
-		rpage_prefetch_drop(run, i);
+	if (ready < chunk->nr) {
+		pr_info_ratelimited("mapping %u: prefetch stopped, out of memory, with %lu pages left unfetched\n",
+				    run->map->id, chunk->nr - ready +
+				    run->ahead.nr + run->left);
+		for (i = ready; i < chunk->nr; i++)
+			rpage_prefetch_drop(run, chunk, i);
+		ret = -ENOMEM;
+	}
+	chunk->nr = 0;
+	return !ret;
+}
+
+/*
+ * Claims the first chunks of @run: what is claimed before the ioctl
+ * returns, so that touching the first pages right after waits for the
+ * prefetch. Returns whether anything was claimed.
+ */
+static bool rpage_prefetch_start(struct rpage_prefetch_run *run)
+{
+	rpage_prefetch_claim(run, &run->cur);
+	rpage_prefetch_claim(run, &run->ahead);
+	return run->cur.nr || run->ahead.nr;
+}
+
+/* Reads what @run claims, a chunk at a time, one claimed ahead. */
+static void rpage_prefetch_execute(struct rpage_prefetch_run *run)
+{
+	while (run->cur.nr || run->ahead.nr) {
+		if (run->cur.nr && !rpage_prefetch_read_chunk(run))
+			break;
+		swap(run->cur, run->ahead);
+		rpage_prefetch_claim(run, &run->ahead);
+	}
+	/* Stopped early: what is claimed goes back, the rest stays absent. */
+	rpage_prefetch_drop_chunk(run, &run->cur);
+	rpage_prefetch_drop_chunk(run, &run->ahead);
 }
 
 static void rpage_prefetch_work_fn(struct work_struct *work)
@@ -299,11 +417,27 @@ static void rpage_prefetch_queue(struct rpage_prefetch_run *run)
 	queue_work(rpage_prefetch_wq, &run->work);
 }
 
+/* Pages of @map in [@first, @first + @nr) that are absent now. */
+static unsigned long rpage_pages_absent(struct rpage_mapping *map,
+					unsigned long first, unsigned long nr)
+{
+	unsigned long index, absent = nr;
+	void *entry;
+
+	xa_for_each_range(&map->pages, index, entry, first, first + nr - 1) {
+		absent--;
+		if (!(absent % 1024))
+			cond_resched();
+	}
+	return absent;
+}
+
 long rpage_ioctl_prefetch(struct rpage_file *rfile, void __user *argp)
 {
 	struct rpage_prefetch_run *run;
 	struct rpage_mapping *map;
 	struct rpage_prefetch arg;
+	unsigned long first, nr;
 	long ret = 0;
 
 	if (copy_from_user(&arg, argp, sizeof(arg)))
@@ -316,18 +450,22 @@ long rpage_ioctl_prefetch(struct rpage_file *rfile, void __user *argp)
 	map = rpage_map_get_range(rfile, arg.map_id, arg.offset, arg.length);
 	if (IS_ERR(map))
 		return PTR_ERR(map);
-	run = rpage_prefetch_claim(map, arg.offset >> PAGE_SHIFT, 1,
-				   arg.length >> PAGE_SHIFT,
-				   arg.depth ?: RPAGE_PREFETCH_DEPTH_DEFAULT);
-	if (IS_ERR(run)) {
-		rpage_map_put(map);
-		return PTR_ERR(run);
-	}
-	arg.queued = 0;
+	first = arg.offset >> PAGE_SHIFT;
+	nr = arg.length >> PAGE_SHIFT;
 	arg.failed = 0;
-	if (!run)
+	arg.queued = rpage_pages_absent(map, first, nr);
+	if (!arg.queued)
 		goto out;
-	arg.queued = run->nr;
+	run = rpage_prefetch_alloc(map, first, 1, nr,
+				   arg.depth ?: RPAGE_PREFETCH_DEPTH_DEFAULT);
+	if (!run) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	if (!rpage_prefetch_start(run)) {
+		rpage_prefetch_free(run);
+		goto out;
+	}
 	if (arg.flags & RPAGE_PREFETCH_WAIT) {
 		run->killable = true;
 		rpage_prefetch_execute(run);
@@ -381,9 +519,13 @@ static void rpage_readahead(struct rpage_mapping *map, unsigned long index)
 
 	if (!window || next < 0 || next >= (long)map->nr_pages)
 		return;
-	run = rpage_prefetch_claim(map, next, stride, window, window);
-	if (!IS_ERR_OR_NULL(run))
+	run = rpage_prefetch_alloc(map, next, stride, window, window);
+	if (!run)
+		return;
+	if (rpage_prefetch_start(run))
 		rpage_prefetch_queue(run);
+	else
+		rpage_prefetch_free(run);
 }
 
 /*
@@ -423,15 +565,16 @@ static void *rpage_page_lookup(struct rpage_mapping *map, unsigned long index,
 static void rpage_fault_start_read(struct rpage_mapping *map,
 				   unsigned long index)
 {
-	struct rpage_prefetch_run *run = rpage_prefetch_alloc(map, 1, 1);
+	struct rpage_prefetch_run *run = rpage_prefetch_alloc(map, index, 1, 0, 1);
 
 	if (!run) {
 		/* The next fault on it reads it. */
 		rpage_page_publish(map, index, NULL, false);
 		return;
 	}
-	run->index[0] = index;
-	run->nr = 1;
+	/* The fault claimed the page already. */
+	run->cur.index[0] = index;
+	run->cur.nr = 1;
 	run->for_fault = true;
 	rpage_prefetch_queue(run);
 }

@@ -12,6 +12,7 @@
  */
 #include "rpage-pri.h"
 
+#include <linux/memcontrol.h>
 #include <linux/mm.h>
 #include <linux/pagemap.h>
 #include <linux/slab.h>
@@ -41,6 +42,7 @@ static void rpage_map_release(struct kref *ref)
 			put_page(entry);
 	xa_destroy(&map->pages);
 	rpage_fault_counters_free(&map->counters);
+	mem_cgroup_put(map->memcg);
 	rpage_peer_put(map->peer);
 	/* rpage_map_get() may still be looking at it, under RCU. */
 	kfree_rcu(map, rcu);
@@ -129,6 +131,8 @@ long rpage_ioctl_map(struct rpage_file *rfile, void __user *argp)
 	map->pool_offset = arg.offset;
 	map->nr_pages = arg.length >> PAGE_SHIFT;
 	map->flags = arg.flags;
+	/* Prefetches, run by workers, are charged to the mapper's cgroup. */
+	map->memcg = get_mem_cgroup_from_mm(current->mm);
 	ret = rpage_fault_counters_init(&map->counters);
 	if (ret)
 		goto err;

@@ -483,6 +483,8 @@ struct rpage_xfer {
  * @pages: its pages by index: absent (NULL), here (a struct page, holding
  *	a reference) or busy being fetched or evicted (RPAGE_PAGE_BUSY).
  * @counters: its fault-path counters, per CPU.
+ * @memcg: the memory cgroup of the process that made it, referenced (or
+ *	NULL): what its prefetches are charged to.
  * @ra_lock: protects the read-ahead state below.
  * @ra_last: the index of the last fault.
  * @ra_stride: the distance between the last two faults.
@@ -505,6 +507,7 @@ struct rpage_mapping {
 	u32 flags;
 	struct xarray pages;
 	struct rpage_fault_counters_pcpu __percpu *counters;
+	struct mem_cgroup *memcg;
 	spinlock_t ra_lock;		/* see kernel-doc */
 	long ra_last;
 	long ra_stride;

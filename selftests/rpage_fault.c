@@ -7,10 +7,11 @@
  *
  *   rpage_fault touch PEER POOL LENGTH [--offset O] [--threads N]
  *               [--order random|seq] [--seed S] [--readahead]
- *               [--expect-faults N] [--pause-ms P]
+ *               [--expect-faults N] [--pause-ms P] [--no-check]
  *               [--ready PATH --go PATH --after BYTES]
  *   rpage_fault prefetch PEER POOL LENGTH [--offset O] [--depth D] [--wait]
- *               [--seed S]
+ *               [--seed S] [--no-touch]
+ *   rpage_fault hog SIZE --ready PATH
  *   rpage_fault evict PEER POOL OFFSET LENGTH { --seed S | --clean }
  *   rpage_fault survive PEER POOL LENGTH --fetched BYTES --ready PATH
  *               --go PATH [--timeout-ms T] [--seed S]
@@ -22,7 +23,8 @@
  * touch: N threads (4) touch every page of the mapping once between
  * them, in one shuffled order (random, the default) or in contiguous
  * slices (seq), checking each whole page against the pattern of seed S
- * (0); --readahead maps with RPAGE_MAP_READAHEAD. With --expect-faults,
+ * (0), or not at all with --no-check; --readahead maps with
+ * RPAGE_MAP_READAHEAD. With --expect-faults,
  * the mapping's faults and the peer's READs must both be N. Each thread
  * sleeps P ms (0) after each page, to stretch the sweep over a longer
  * disruption. With --ready, --go and --after (all three or none), once
@@ -35,7 +37,12 @@
  * prefetch: prefetches the whole mapping (in the background, or with
  * --wait before returning; D READs in flight), then touches every page
  * in order: no fault may issue a READ of its own, every one must be a
- * prefetch hit, and the peer must have been read each page once.
+ * prefetch hit, and the peer must have been read each page once. With
+ * --no-touch it only waits until the prefetch has read nothing more for
+ * 5 s (done, or stopped) and reports the mapping's counters.
+ *
+ * hog: a bystander that takes SIZE bytes of anonymous memory, touches
+ * every page, creates PATH --ready and sleeps until it is killed.
  *
  * evict: touches the range, writes the pattern of seed S over it (not
  * with --clean), evicts it and touches it again: every page must have
@@ -103,8 +110,8 @@ static int usage(void)
 {
 	fail("usage: rpage_fault { touch PEER POOL LENGTH [--offset O] [--threads N] "
 	     "[--order random|seq] [--seed S] [--readahead] [--expect-faults N] "
-	     "[--pause-ms P] [--ready PATH --go PATH --after BYTES] | "
-	     "prefetch PEER POOL LENGTH [--offset O] [--depth D] [--wait] [--seed S] | "
+	     "[--pause-ms P] [--no-check] [--ready PATH --go PATH --after BYTES] | "
+	     "prefetch PEER POOL LENGTH [--offset O] [--depth D] [--wait] [--seed S] [--no-touch] | hog SIZE --ready PATH | "
 	     "evict PEER POOL OFFSET LENGTH { --seed S | --clean } | "
 	     "survive PEER POOL LENGTH --fetched BYTES --ready PATH --go PATH "
 	     "[--timeout-ms T] [--seed S] | "
@@ -134,6 +141,8 @@ enum {
 	OPT_PAUSE		= 1 << 14,
 	OPT_FETCHED_READY	= 1 << 15,
 	OPT_SEED_NEW		= 1 << 16,
+	OPT_NO_TOUCH		= 1 << 17,
+	OPT_NO_CHECK		= 1 << 18,
 	/* touch's gate: the three options go together. */
 	OPT_GATE		= OPT_READY | OPT_GO | OPT_AFTER,
 };
@@ -176,6 +185,8 @@ static const struct option_def {
 	{ "--fetched-ready", OPT_FETCHED_READY, ARG_PATH,
 	  offsetof(struct args, fetched_ready) },
 	{ "--seed-new", OPT_SEED_NEW, ARG_NUMBER, offsetof(struct args, seed_new) },
+	{ "--no-touch", OPT_NO_TOUCH, ARG_NONE, 0 },
+	{ "--no-check", OPT_NO_CHECK, ARG_NONE, 0 },
 };
 
 /* One option's value into @a; false (reported) for a bad one. */
@@ -364,6 +375,9 @@ static void tally_init(struct tally *t)
  * fault's address is the page's) and checks all of it against the
  * pattern of @seed, counting a mismatch in @t.
  */
+/* touch --no-check: pages are touched, not checked (a pool of zeroes). */
+static bool no_check;
+
 static void touch_page(const struct mapping *m, uint64_t i, uint64_t seed,
 		       struct tally *t)
 {
@@ -371,6 +385,8 @@ static void touch_page(const struct mapping *m, uint64_t i, uint64_t seed,
 	uint64_t at;
 
 	(void)*(volatile const unsigned char *)p;
+	if (no_check)
+		return;
 	at = rpage_pattern_check(p, page, m->pool_id, m->offset + i * page, seed);
 	if (at == UINT64_MAX)
 		return;
@@ -645,11 +661,13 @@ static int cmd_touch(int argc, char **argv)
 
 	if (!parse_args(argc, argv, false, OPT_OFFSET | OPT_THREADS | OPT_ORDER |
 			OPT_SEED | OPT_READAHEAD | OPT_EXPECT_FAULTS | OPT_PAUSE |
+			OPT_NO_CHECK |
 			OPT_GATE, &a))
 		return 1;
 	gated = a.given & OPT_GATE;
 	if (gated && gated != OPT_GATE)
 		return usage();
+	no_check = a.given & OPT_NO_CHECK;
 	if (!a.threads || a.threads > MAX_THREADS) {
 		fail("threads must be 1 to %d", MAX_THREADS);
 		return 1;
@@ -691,6 +709,58 @@ static int cmd_touch(int argc, char **argv)
 }
 
 /* prefetch PEER POOL LENGTH [--offset O] [--depth D] [--wait] [--seed S] */
+/*
+ * --no-touch: waits until the (background) prefetch has read nothing
+ * more for 5 s - it is done, or stopped - and reports; touches nothing.
+ */
+static int prefetch_settle(struct mapping *m, struct outcome *out,
+			   const char *extra)
+{
+	uint64_t last = UINT64_MAX, since = now_ms();
+
+	for (;;) {
+		if (!mapping_stats(m, &out->st))
+			return 1;
+		if (out->st.prefetched != last) {
+			last = out->st.prefetched;
+			since = now_ms();
+		} else if (now_ms() - since > 5000) {
+			break;
+		}
+		sleep_ms(TOOL_POLL_MS);
+	}
+	if (!report(m, out, extra) || !mapping_close(m))
+		return 1;
+	return 0;
+}
+
+/*
+ * hog SIZE --ready PATH: a bystander; takes SIZE bytes of anonymous
+ * memory, touches every page, tells PATH, and sleeps until killed.
+ */
+static int cmd_hog(int argc, char **argv)
+{
+	uint64_t size;
+	char *mem;
+
+	if (argc != 3 || strcmp(argv[1], "--ready"))
+		return usage();
+	if (!get_bytes("size", argv[0], false, &size))
+		return 1;
+	mem = mmap(NULL, size, PROT_READ | PROT_WRITE,
+		   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (mem == MAP_FAILED) {
+		fail("mmap %" PRIu64 " bytes: %s", size, strerror(errno));
+		return 1;
+	}
+	for (uint64_t i = 0; i < size; i += page)
+		mem[i] = 1;
+	if (!tell_ready(argv[2]))
+		return 1;
+	for (;;)
+		pause();
+}
+
 static int cmd_prefetch(int argc, char **argv)
 {
 	struct rpage_prefetch pf;
@@ -701,7 +771,7 @@ static int cmd_prefetch(int argc, char **argv)
 	int ret;
 
 	if (!parse_args(argc, argv, false, OPT_OFFSET | OPT_DEPTH | OPT_WAIT |
-			OPT_SEED, &a))
+			OPT_SEED | OPT_NO_TOUCH, &a))
 		return 1;
 	if (a.depth > UINT32_MAX) {
 		fail("depth %" PRIu64 " is too large", a.depth);
@@ -722,6 +792,8 @@ static int cmd_prefetch(int argc, char **argv)
 	}
 	snprintf(extra, sizeof(extra), " queued=%llu failed=%llu",
 		 (unsigned long long)pf.queued, (unsigned long long)pf.failed);
+	if (a.given & OPT_NO_TOUCH)
+		return prefetch_settle(&m, &out, extra);
 	if (!touch_all(&m, a.seed, &out.tally) || !report(&m, &out, extra) ||
 	    !mapping_close(&m) || !tally_clean(&m, &out.tally) ||
 	    !expect_eq("faults", out.st.faults, 0) ||
@@ -1245,6 +1317,7 @@ int main(int argc, char **argv)
 	} commands[] = {
 		{ "touch", cmd_touch },
 		{ "prefetch", cmd_prefetch },
+		{ "hog", cmd_hog },
 		{ "evict", cmd_evict },
 		{ "survive", cmd_survive },
 		{ "stall", cmd_stall },

@@ -6,6 +6,7 @@
 # protocol versions.
 . "$RPAGE_REPO/selftests/guest/lib.sh"
 . "$RPAGE_REPO/selftests/guest/ride.sh"
+. "$RPAGE_REPO/selftests/guest/pressure.sh"
 
 RPING_COUNT=20
 ROGUE=$SELFTESTS/rpage_rogue_peer
@@ -310,6 +311,7 @@ if [ "$RPAGE_NODE" = a ]; then
 	run_test a_link_loses_1pct_under_b rt_do "$RT_LOSSY" test_rt_lossy_a
 	run_test a_link_down_under_a_stalled_fault rt_do "$RT_STALL" test_rt_stall_a
 	run_test a_replaces_a_pool_b_maps rt_do "$RT_REPLACED" test_rt_replaced_a
+	run_test a_exports_1g_under_pressure rt_do "$PRESSURE" test_pressure_pool_a
 else
 	barrier pools-ready
 	run_test b_reads_every_page_of_both_pools_librpage test_b_reads_every_page_librpage
@@ -332,6 +334,8 @@ else
 	run_test b_rides_out_1pct_loss_with_no_sigbus rt_do "$RT_LOSSY" test_rt_lossy_b
 	run_test b_stalled_fault_holds_up_nothing_else rt_do "$RT_STALL" test_rt_stall_b
 	run_test b_mapping_never_reads_a_replaced_pool rt_do "$RT_REPLACED" test_rt_replaced_b
+	run_test b_background_prefetch_never_ooms rt_do pressure-pool test_pressure_prefetch_b
+	run_test b_memcg_limits_what_a_process_faults_in rt_do pressure-done test_pressure_memcg_b
 fi
 barrier done
 if [ "$RPAGE_NODE" = a ]; then

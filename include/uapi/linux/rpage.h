@@ -506,7 +506,9 @@ struct rpage_device_stats {
  * the page is local and writable (post-copy). The mapping is bound to
  * the pool as it is now: if the peer destroys it, or destroys it and
  * creates another pool with the same id, the mapping never reads the
- * new one. A fault waits out a transport failure (see struct rpage_io)
+ * new one. A page a fault reads is charged to the memory cgroup of the
+ * faulting process, and stays charged while the mapping holds it. A fault
+ * waits out a transport failure (see struct rpage_io)
  * without holding the process's mmap lock; pages that cannot be read
  * (pool gone or replaced, peer unreachable past its loss timeout, peer
  * deleted) raise SIGBUS; pages already here stay.
@@ -565,16 +567,23 @@ struct rpage_unmap {
  * @offset: in: byte offset in the mapping, a multiple of the page size.
  * @length: in: bytes, a non-zero multiple of the page size, within the
  *	mapping.
- * @queued: out: pages this call queued; pages already here or being
- *	fetched are skipped.
+ * @queued: out: pages of the range absent when the call was made; pages
+ *	here or being fetched are skipped.
  * @failed: out: with RPAGE_PREFETCH_WAIT, pages that could not be read
  *	(a later touch retries them); 0 otherwise.
  * @reserved: must be zero.
  *
- * Every absent page of the range is claimed before the call returns:
- * a fault on one of them from then on waits for the prefetch's READ
- * instead of issuing its own. Without RPAGE_PREFETCH_WAIT the READs run
- * in the background. Like faults, a prefetch waits out a transport
+ * The prefetch claims the absent pages of the range as it reaches them,
+ * @depth pages (at least one) at a time, one such chunk ahead of the one
+ * it reads; the first two are claimed before the call returns. A fault
+ * on a claimed page waits for the prefetch's READ instead of issuing its
+ * own; a fault on a page further on reads it itself, without waiting for
+ * the pages before it. Without RPAGE_PREFETCH_WAIT the READs run in the
+ * background. The pages are charged to the memory cgroup of the process
+ * that made the mapping; when memory runs out (of the host or of that
+ * cgroup) the prefetch stops, without making the kernel kill a process,
+ * logs how many pages it left, and those stay absent. A failed transfer
+ * stops it too. Like faults, a prefetch waits out a transport
  * failure, up to the peer's loss timeout; pages it could not read are
  * absent again (and, with RPAGE_PREFETCH_WAIT, counted in @failed).
  *

@@ -1,0 +1,92 @@
+# SPDX-License-Identifier: GPL-2.0
+#
+# rpage under memory pressure, sourced by selftests/guest/pair.sh: host A
+# exports a 1 GiB pool (7, zeroes); host B (1.5 GiB of RAM) prefetches
+# all of it in the background beside a 400 MiB bystander, and a process
+# in a memory cgroup limited to 64 MiB touches 512 MiB of it.
+
+PRESSURE="pressure-pool pressure-done"
+
+# On A: pool 7, 1 GiB of zeroes, while B needs it.
+test_pressure_pool_a() {
+	"$RPAGECTL" pool create 7 size 1G || fail "pool create 7" || return
+	barrier pressure-pool || return
+	barrier pressure-done
+	"$RPAGECTL" pool destroy 7
+}
+
+# The kernel log lines from line $1 on.
+dmesg_since() {
+	dmesg | tail -n "+$1"
+}
+
+# A background prefetch never invokes the OOM killer: it stops, says
+# how many pages it left, and the bystander lives.
+pressure_prefetch_b() {
+	local hog_pid mark out=/tmp/pressure.out rc=0
+	rm -f /tmp/hog.ready
+	"$FAULT" hog 400M --ready /tmp/hog.ready &
+	hog_pid=$!
+	wait_until 60 test -e /tmp/hog.ready || { kill "$hog_pid"; fail "hog not ready"; return; }
+	grep -E 'MemTotal|MemAvailable' /proc/meminfo
+	mark=$(( $(dmesg | wc -l) + 1 ))
+	"$FAULT" prefetch a 7 1G --depth 64 --no-touch > "$out" 2>&1 || rc=1
+	cat "$out"
+	"$RPAGECTL" stat peer a | sed -n 2p
+	dmesg_since "$mark" | grep -E "prefetch stopped|oom|Out of memory|Killed process" | head -n 5
+	kill -0 "$hog_pid" 2> /dev/null || { echo "FAIL: the bystander died"; rc=1; }
+	kill "$hog_pid"
+	wait "$hog_pid" 2> /dev/null
+	if dmesg_since "$mark" | grep -qE "invoked oom-killer|Out of memory|Killed process"; then
+		echo "FAIL: the OOM killer ran"
+		rc=1
+	fi
+	# All of it read, or stopped with the pages it left said.
+	if ! dmesg_since "$mark" | grep -q "prefetch stopped, out of memory, with [0-9]* pages left"; then
+		grep -q "pages=262144 " "$out" &&
+			[ "$("$RPAGECTL" -j stat peer a | jq '.peers[0].fault.prefetched')" -ge 262144 ] ||
+			{ echo "FAIL: neither read all nor stopped"; rc=1; }
+	fi
+	return "$rc"
+}
+
+# The cgroup v2 of the test, with the memory controller, at $CG.
+CG=/sys/fs/cgroup/rpage-test
+cgroup_up() {
+	mountpoint -q /sys/fs/cgroup || mount -t cgroup2 none /sys/fs/cgroup || return 1
+	echo +memory > /sys/fs/cgroup/cgroup.subtree_control || return 1
+	mkdir -p "$CG" && echo 64M > "$CG/memory.max"
+}
+
+# A process in a cgroup limited to 64 MiB cannot take more through
+# rpage: the pages it faults in are charged to its cgroup, and since
+# rpage cannot give clean pages back yet, the cgroup's OOM killer ends
+# it (and nothing outside the cgroup).
+pressure_memcg_b() {
+	local rc peak events
+	cgroup_up || fail "no memory cgroup" || return
+	bash -c "echo \$\$ > $CG/cgroup.procs && exec $FAULT touch a 7 512M --threads 1 --order seq --no-check" \
+		> /tmp/memcg.out 2>&1
+	rc=$?
+	cat /tmp/memcg.out
+	peak=$(cat "$CG/memory.peak" 2> /dev/null || echo 0)
+	events=$(tr '\n' ' ' < "$CG/memory.events")
+	echo "exit $rc, memory.peak $peak, memory.events: $events"
+	[ "$peak" -le $(( 64 << 20 )) ] || fail "memory.peak $peak above the 64 MiB limit" || return
+	expect_eq "$rc" 137 "exit status (killed by the cgroup's OOM killer)" || return
+	echo "$events" | grep -qE "oom_kill [1-9]" || fail "no oom_kill in memory.events"
+}
+
+test_pressure_prefetch_b() {
+	barrier pressure-pool || return
+	wait_until 60 remote_pool_listed a 7 || fail "pool 7 not announced" || return
+	pressure_prefetch_b
+}
+
+test_pressure_memcg_b() {
+	pressure_memcg_b
+	local rc=$?
+	rmdir "$CG" 2> /dev/null
+	barrier pressure-done
+	return "$rc"
+}
