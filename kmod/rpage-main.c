@@ -71,7 +71,7 @@ MODULE_PARM_DESC(node_id, "This host's node id, sent to peers (0: random at load
 
 unsigned int rpage_qps_per_peer;
 rpage_uint_param(qps_per_peer, rpage_qps_per_peer, 0, 16, 0444);
-MODULE_PARM_DESC(qps_per_peer, "Queue pairs opened to each peer (0: one per online CPU); at most 16");
+MODULE_PARM_DESC(qps_per_peer, "Queue pairs opened to each peer: the first for control messages and WRITEs, the others for READs (0: one per online CPU, plus one); 2 to 16");
 
 unsigned int rpage_connect_timeout_ms = 5000;
 rpage_uint_param(connect_timeout_ms, rpage_connect_timeout_ms, 100, 600000, 0644);
@@ -475,6 +475,11 @@ static int __init rpage_init(void)
 	int ret;
 
 	rpage_proto_build_checks();
+	/* The first queue pair carries control and WRITEs, the rest READs. */
+	if (rpage_qps_per_peer == 1) {
+		pr_err("qps_per_peer=1: out of range: 0 (one per online CPU, plus one) or [2, 16]\n");
+		return -EINVAL;
+	}
 	while (!rpage_node_id)
 		rpage_node_id = get_random_u64();
 

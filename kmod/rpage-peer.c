@@ -456,6 +456,28 @@ struct rpage_conn *rpage_peer_use_conn(struct rpage_peer *peer,
 }
 
 /*
+ * The queue pair a transfer uses, with its users held as by
+ * rpage_peer_use_conn(). READs go to queue pairs 1 and up, spread by CPU;
+ * WRITEs share the first with the control messages and heartbeats, so
+ * that a queue pair that carries READs is never sent an acknowledgment.
+ * RC requires a requester to ignore an ACK for a request it already saw
+ * acknowledged, but rxe in 6.12 takes one that arrives between two
+ * packets of a READ response (a lost ACK retransmitted, or reordered) as
+ * the end of that response: it completes the READ as successful with
+ * part of its data missing. A READ-only queue pair is only ever answered
+ * with READ responses and with NAKs it cannot have seen before.
+ */
+struct rpage_conn *rpage_peer_use_data_conn(struct rpage_peer *peer,
+					    bool write)
+{
+	unsigned int cpu = raw_smp_processor_id();
+
+	if (write || peer->nr_conns < 2)
+		return rpage_peer_use_conn(peer, 0);
+	return rpage_peer_use_conn(peer, 1 + cpu % (peer->nr_conns - 1));
+}
+
+/*
  * Sends a control message to @peer as a reader (on the first outbound
  * queue pair, where the exporter listens for them). A failed send means
  * the queue pair is broken: the peer reconnects.
@@ -765,10 +787,11 @@ struct rpage_in_conn **rpage_channels_collect(unsigned int *nr, bool synced)
 
 static unsigned int rpage_peer_nr_qps(void)
 {
+	/* One for control and WRITEs, then one for READs per CPU. */
 	unsigned int n = rpage_qps_per_peer ? rpage_qps_per_peer :
-			 num_online_cpus();
+			 num_online_cpus() + 1;
 
-	return clamp(n, 1U, (unsigned int)RPAGE_MAX_QPS_PER_PEER);
+	return clamp(n, 2U, (unsigned int)RPAGE_MAX_QPS_PER_PEER);
 }
 
 static struct rpage_peer *rpage_peer_alloc(const struct rpage_peer_config *cfg,

@@ -605,6 +605,8 @@ int rpage_peer_wait_connected(struct rpage_peer *peer, bool killable,
 			      void (*before_wait)(void *ctx), void *ctx);
 struct rpage_conn *rpage_peer_use_conn(struct rpage_peer *peer,
 				       unsigned int index);
+struct rpage_conn *rpage_peer_use_data_conn(struct rpage_peer *peer,
+					    bool write);
 int rpage_peer_send_ctl(struct rpage_peer *peer, const void *msg, u32 len);
 int rpage_peer_inbound_add(struct rpage_peer *peer, struct rpage_in_conn *in);
 void rpage_peer_inbound_established(struct rpage_in_conn *in);

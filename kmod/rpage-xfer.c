@@ -505,9 +505,9 @@ static void rpage_xfer_release(struct rpage_xfer_run *run)
 }
 
 /*
- * One attempt on the queue pair of this CPU, if the peer is connected
- * (-EAGAIN if not). A transport failure comes back as -EIO, -ECONNRESET
- * or -ETIMEDOUT, unless a pool went away meanwhile (-ENOENT).
+ * One attempt on the queue pair for this CPU and direction, if the peer
+ * is connected (-EAGAIN if not). A transport failure comes back as -EIO,
+ * -ECONNRESET or -ETIMEDOUT, unless a pool went away meanwhile (-ENOENT).
  */
 static int rpage_xfer_attempt(struct rpage_xfer_run *run)
 {
@@ -516,7 +516,7 @@ static int rpage_xfer_attempt(struct rpage_xfer_run *run)
 	unsigned int r;
 	int ret;
 
-	conn = rpage_peer_use_conn(x->peer, raw_smp_processor_id());
+	conn = rpage_peer_use_data_conn(x->peer, x->write);
 	if (!conn)
 		return -EAGAIN;
 	run->conn = conn;

@@ -293,6 +293,7 @@ else
 fi
 barrier reconnected
 if [ "$RPAGE_NODE" = a ]; then
+	run_test a_link_shaping_set_up link_setup
 	run_test pools_kernel_and_process_on_a test_pools_on_a
 	barrier pools-ready
 	barrier b-wrote
@@ -309,6 +310,7 @@ if [ "$RPAGE_NODE" = a ]; then
 	run_test a_deletes_and_readds_b_under_b rt_do "$RT_READD" test_rt_readd_a
 	run_test rxe_removed_and_added_on_a_then_b rt_do "$RT_RELINK" test_rt_relink_a
 	run_test a_link_loses_1pct_under_b rt_do "$RT_LOSSY" test_rt_lossy_a
+	run_test a_link_delays_acks_under_b rt_do "$RT_LATEACK" test_rt_late_acks_a
 	run_test a_link_down_under_a_stalled_fault rt_do "$RT_STALL" test_rt_stall_a
 	run_test a_replaces_a_pool_b_maps rt_do "$RT_REPLACED" test_rt_replaced_a
 	run_test a_exports_1g_under_pressure rt_do "$PRESSURE" test_pressure_pool_a
@@ -332,6 +334,7 @@ else
 	run_test b_rides_out_a_deleting_and_readding_it rt_do "$RT_READD" test_rt_readd_b
 	run_test b_rides_out_rxe_removal_on_a_then_b rt_do "$RT_RELINK" test_rt_relink_b
 	run_test b_rides_out_1pct_loss_with_no_sigbus rt_do "$RT_LOSSY" test_rt_lossy_b
+	run_test b_reads_right_bytes_when_acks_come_late rt_do "$RT_LATEACK" test_rt_late_acks_b
 	run_test b_stalled_fault_holds_up_nothing_else rt_do "$RT_STALL" test_rt_stall_b
 	run_test b_mapping_never_reads_a_replaced_pool rt_do "$RT_REPLACED" test_rt_replaced_b
 	run_test b_background_prefetch_never_ooms rt_do pressure-pool test_pressure_prefetch_b

@@ -54,7 +54,7 @@ test_rxe_driver_unloaded() {
 test_bad_parameters_refused() {
 	local p
 	for p in io_timeout_ms=0 io_timeout_ms=4000000000 connect_timeout_ms=0 \
-		 reconnect_delay_ms=0 qps_per_peer=17 heartbeat_ms=600001 \
+		 reconnect_delay_ms=0 qps_per_peer=1 qps_per_peer=17 heartbeat_ms=600001 \
 		 ack_timeout=32 loss_timeout_ms=86400001; do
 		if insmod "$RPAGE_KO" "$p" 2> /dev/null; then
 			rmmod rpage
