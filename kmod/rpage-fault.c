@@ -38,7 +38,14 @@
  */
 static struct workqueue_struct *rpage_prefetch_wq;
 
-/* Pages a prefetch claims and reads at a time: its depth, within these. */
+/*
+ * Pages a prefetch claims and reads at a time: four times its depth,
+ * within these. The READs of a chunk drain before the next chunk's
+ * start, so a chunk of one depth would idle the queue pair once per
+ * round trip; of four, once per four (`make bench`'s prefetch + touch
+ * lost 15-20% of its throughput with chunks of one depth).
+ */
+#define RPAGE_PREFETCH_CHUNK_DEPTHS	4
 #define RPAGE_PREFETCH_CHUNK_MIN	1
 #define RPAGE_PREFETCH_CHUNK_MAX	RPAGE_PREFETCH_DEPTH_MAX
 
@@ -198,7 +205,9 @@ static struct rpage_prefetch_run *rpage_prefetch_alloc(struct rpage_mapping *map
 						       unsigned long nr,
 						       unsigned int depth)
 {
-	unsigned int chunk = clamp_t(unsigned int, depth, RPAGE_PREFETCH_CHUNK_MIN,
+	unsigned int chunk = clamp_t(unsigned int,
+				     depth * RPAGE_PREFETCH_CHUNK_DEPTHS,
+				     RPAGE_PREFETCH_CHUNK_MIN,
 				     RPAGE_PREFETCH_CHUNK_MAX);
 	struct rpage_prefetch_run *run;
 	void *mem;

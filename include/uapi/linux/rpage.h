@@ -574,18 +574,19 @@ struct rpage_unmap {
  * @reserved: must be zero.
  *
  * The prefetch claims the absent pages of the range as it reaches them,
- * @depth pages (at least one) at a time, one such chunk ahead of the one
- * it reads; the first two are claimed before the call returns. A fault
- * on a claimed page waits for the prefetch's READ instead of issuing its
- * own; a fault on a page further on reads it itself, without waiting for
- * the pages before it. Without RPAGE_PREFETCH_WAIT the READs run in the
- * background. The pages are charged to the memory cgroup of the process
- * that made the mapping; when memory runs out (of the host or of that
- * cgroup) the prefetch stops, without making the kernel kill a process,
- * logs how many pages it left, and those stay absent. A failed transfer
- * stops it too. Like faults, a prefetch waits out a transport
- * failure, up to the peer's loss timeout; pages it could not read are
- * absent again (and, with RPAGE_PREFETCH_WAIT, counted in @failed).
+ * four times @depth pages (at most 256) at a time, one such chunk ahead
+ * of the one it reads; the first two are claimed before the call
+ * returns. A fault on a claimed page waits for the prefetch's READ
+ * instead of issuing its own; a fault on a page further on reads it
+ * itself, without waiting for the pages before it. Without
+ * RPAGE_PREFETCH_WAIT the READs run in the background. The pages are
+ * charged to the memory cgroup of the process that made the mapping;
+ * when memory runs out (of the host or of that cgroup) the prefetch
+ * stops, without making the kernel kill a process, logs how many pages
+ * it left, and those stay absent. A failed transfer stops it too. Like
+ * faults, a prefetch waits out a transport failure, up to the peer's
+ * loss timeout; pages it could not read are absent again (and, with
+ * RPAGE_PREFETCH_WAIT, counted in @failed).
  *
  * Errors: EINVAL (flags, depth, reserved fields, alignment), ENOENT
  * (unknown mapping), ERANGE (beyond the mapping), ENOMEM, EFAULT; with
