@@ -747,12 +747,9 @@ static int cmd_hog(int argc, char **argv)
 		return usage();
 	if (!get_bytes("size", argv[0], false, &size))
 		return 1;
-	mem = mmap(NULL, size, PROT_READ | PROT_WRITE,
-		   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (mem == MAP_FAILED) {
-		fail("mmap %" PRIu64 " bytes: %s", size, strerror(errno));
+	mem = map_anon(size);
+	if (!mem)
 		return 1;
-	}
 	for (uint64_t i = 0; i < size; i += page)
 		mem[i] = 1;
 	if (!tell_ready(argv[2]))

@@ -100,12 +100,9 @@ static int cmd_export(int argc, char **argv)
 		return 1;
 	}
 
-	mem = mmap(NULL, size, PROT_READ | PROT_WRITE,
-		   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (mem == MAP_FAILED) {
-		fail("mmap %" PRIu64 " bytes: %s", size, strerror(errno));
+	mem = map_anon(size);
+	if (!mem)
 		return 1;
-	}
 	rpage_pattern_fill(mem, size, id, 0, 0);
 
 	fd = open_rpage();

@@ -15,6 +15,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <stdarg.h>
+#include <sys/mman.h>
 
 #include "rpage_test.h"
 #include "rpage_pattern.h"
@@ -125,6 +126,19 @@ static inline const char *error_text(int err)
 
 	snprintf(buf, sizeof(buf), "%s (%s)", strerror(err), errno_name(err));
 	return buf;
+}
+
+/* @size bytes of private anonymous memory; NULL (reported) on failure. */
+static inline void *map_anon(uint64_t size)
+{
+	void *mem = mmap(NULL, size, PROT_READ | PROT_WRITE,
+			 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	if (mem == MAP_FAILED) {
+		fail("mmap %" PRIu64 " bytes: %s", size, strerror(errno));
+		return NULL;
+	}
+	return mem;
 }
 
 /* Opens /dev/rpage and completes the handshake; -1 (reported) on failure. */
