@@ -153,6 +153,16 @@ for kver in "${kernels[@]}"; do
 	echo "# [$kver single] guest ran $(( $(date +%s) - t0 ))s"
 	judge_guest "$kver single" "$run"
 
+	# One guest of hostile input (ioctl fuzzer, rogue exporter), with
+	# the slab allocator checking every object it hands out and frees.
+	run=$VM_DIR/$kver/hostile
+	t0=$(date +%s)
+	RPAGE_VM_APPEND="${RPAGE_VM_APPEND:-} slub_debug=FZPU" \
+		vm_boot "$kver" "$run" selftests/guest/hostile.sh --smp 2 \
+		--mem 2048 --udp "$((port_base + 2)):$((port_base + 3))"
+	echo "# [$kver hostile] guest ran $(( $(date +%s) - t0 ))s"
+	judge_guest "$kver hostile" "$run"
+
 	# Two guests, host A and host B, on one link over a Unix socket.
 	pair=$VM_DIR/$kver/pair
 	t0=$(date +%s)

@@ -188,7 +188,9 @@ vm_boot_once() {
 }
 
 # The kernel-log lines that fail a run, wherever they come from.
-VM_LOG_BAD='BUG:|WARNING:|Oops|general protection|blocked for more than|refcount_t|list_(add|del) corruption|list corruption|Kernel panic|UBSAN|KASAN|kernel BUG'
+# "BUG kmalloc-64 (Tainted: ...): Poison overwritten" is how SLUB's own
+# checks (slub_debug) report a corrupted object.
+VM_LOG_BAD='BUG:|BUG [A-Za-z0-9_:.()-]+ \(|WARNING:|Oops|general protection|blocked for more than|refcount_t|list_(add|del) corruption|list corruption|Kernel panic|UBSAN|KASAN|kernel BUG'
 # A user-space program's fault, which the kernel only reports (its exit
 # status is the test's business): "traps: PROG[PID] general protection
 # fault ip:... sp:... error:... in LIB".
