@@ -9,7 +9,7 @@ PACKAGES="
 build-essential bc bison flex libelf-dev libssl-dev pkg-config
 linux-image-amd64 linux-headers-amd64
 linux-image-6.12-amd64 linux-headers-6.12-amd64
-linux-source-6.1 xz-utils
+linux-source-6.1 linux-source-6.12 xz-utils
 qemu-system-x86 busybox-static cpio kmod iproute2
 rdma-core ibverbs-utils rdmacm-utils perftest
 libibverbs-dev librdmacm-dev
