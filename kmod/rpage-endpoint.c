@@ -108,6 +108,12 @@ static int rpage_endpoint_connect_request(struct rpage_listener *ep,
 		return rpage_endpoint_reject(cm_id, RPAGE_REJECT_UNKNOWN_PEER);
 	}
 
+	if (!rpage_peer_inbound_room(peer, le16_to_cpu(hello.qp_index))) {
+		rpage_peer_put(peer);
+		atomic64_inc(&ep->rejected_other);
+		return rpage_endpoint_reject(cm_id, RPAGE_REJECT_NO_RESOURCES);
+	}
+
 	in = kzalloc(sizeof(*in), GFP_KERNEL);
 	if (!in)
 		goto err_peer;

@@ -112,6 +112,25 @@ unsigned int rpage_ack_timeout = 15;
 rpage_uint_param(ack_timeout, rpage_ack_timeout, 0, 31, 0644);
 MODULE_PARM_DESC(ack_timeout, "RC local ACK timeout of the queue pairs, as 4.096 us * 2^N (0: rdma_cm's default)");
 
+/*
+ * What one peer may make this host hold: its pool table (pools, and
+ * memory regions at 16 bytes each: 8 MiB, a terabyte of pools in 2 MiB
+ * regions) and its queue pairs to us (a reader opens at most 16 per
+ * connection set; twice that leaves room for a set replacing another).
+ */
+unsigned int rpage_max_remote_pools = 256;
+rpage_uint_param(max_remote_pools, rpage_max_remote_pools, 1, 65536, 0644);
+MODULE_PARM_DESC(max_remote_pools, "Pools one peer may announce to this host; more are refused and counted (1 to 65536)");
+
+unsigned int rpage_max_remote_regions = 524288;
+rpage_uint_param(max_remote_regions, rpage_max_remote_regions, 1,
+		 16 * 1024 * 1024, 0644);
+MODULE_PARM_DESC(max_remote_regions, "Memory regions of all the pools of one peer this host keeps; pools past that are refused and counted (1 to 16M)");
+
+unsigned int rpage_max_inbound_qps = 32;
+rpage_uint_param(max_inbound_qps, rpage_max_inbound_qps, 2, 1024, 0644);
+MODULE_PARM_DESC(max_inbound_qps, "Queue pairs one peer may have open to this host; more are refused and counted (2 to 1024)");
+
 struct workqueue_struct *rpage_wq;
 
 /**

@@ -639,11 +639,54 @@ static void rpage_inbound_claim(struct rpage_in_conn *in)
 }
 
 /*
+ * Whether @peer may open one more queue pair to us as the @index-th of
+ * its connection set; the caller holds inbound_lock. The first of a set
+ * releases every older one, so it always may.
+ */
+static bool rpage_peer_inbound_room_locked(struct rpage_peer *peer, u16 index)
+{
+	struct rpage_in_conn *in;
+	unsigned int n = 0;
+
+	lockdep_assert_held(&peer->inbound_lock);
+	if (index == 0)
+		return true;
+	list_for_each_entry(in, &peer->inbound, entry)
+		n++;
+	return n < READ_ONCE(rpage_max_inbound_qps);
+}
+
+static void rpage_peer_inbound_refused(struct rpage_peer *peer)
+{
+	atomic64_inc(&peer->refused_qps);
+	pr_warn_ratelimited("peer %s: refused a queue pair past max_inbound_qps=%u\n",
+			    peer->name, READ_ONCE(rpage_max_inbound_qps));
+}
+
+/*
+ * Whether @peer may open a queue pair to us as the @index-th of its set,
+ * asked before anything is allocated for it; counted and logged if not.
+ * rpage_peer_inbound_add() asks again.
+ */
+bool rpage_peer_inbound_room(struct rpage_peer *peer, u16 index)
+{
+	bool room;
+
+	mutex_lock(&peer->inbound_lock);
+	room = rpage_peer_inbound_room_locked(peer, index);
+	mutex_unlock(&peer->inbound_lock);
+	if (!room)
+		rpage_peer_inbound_refused(peer);
+	return room;
+}
+
+/*
  * A peer opens a queue pair to us (@in, not yet accepted). Its first
  * queue pair starts a new connection set: the reader has torn down the
  * old one, even if we never heard of it (a link that was down, a reader
  * that rebooted), so every older connection is released now - nothing
- * stale keeps the control channel. Fails if the peer is going away.
+ * stale keeps the control channel. Fails if the peer is going away, or
+ * has max_inbound_qps open already.
  */
 int rpage_peer_inbound_add(struct rpage_peer *peer, struct rpage_in_conn *in)
 {
@@ -654,6 +697,11 @@ int rpage_peer_inbound_add(struct rpage_peer *peer, struct rpage_in_conn *in)
 	if (peer->inbound_closed) {
 		mutex_unlock(&peer->inbound_lock);
 		return -ESHUTDOWN;
+	}
+	if (!rpage_peer_inbound_room_locked(peer, in->c.index)) {
+		mutex_unlock(&peer->inbound_lock);
+		rpage_peer_inbound_refused(peer);
+		return -EMFILE;
 	}
 	if (in->c.index == 0) {
 		peer->in_session++;
@@ -1029,6 +1077,9 @@ static void rpage_peer_fill_status(struct rpage_peer *peer, void *entry)
 	st->reconnects = atomic64_read(&peer->reconnects);
 	st->retried = atomic64_read(&peer->retried);
 	st->lost = atomic64_read(&peer->lost);
+	st->refused_msgs = atomic64_read(&peer->refused_msgs);
+	st->refused_pools = atomic64_read(&peer->refused_pools);
+	st->refused_qps = atomic64_read(&peer->refused_qps);
 }
 
 /**

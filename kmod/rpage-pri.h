@@ -53,6 +53,9 @@ extern unsigned int rpage_io_timeout_ms;
 extern unsigned int rpage_loss_timeout_ms;
 extern unsigned int rpage_heartbeat_ms;
 extern unsigned int rpage_ack_timeout;
+extern unsigned int rpage_max_remote_pools;
+extern unsigned int rpage_max_remote_regions;
+extern unsigned int rpage_max_inbound_qps;
 
 /* Heartbeats that may go unanswered before a peer counts as gone. */
 #define RPAGE_HEARTBEAT_MISSES	5
@@ -328,12 +331,19 @@ enum rpage_peer_state {
  * @reconnects: times its outbound set was lost.
  * @retried: transfers posted again after a transport failure.
  * @lost: transfers failed after the loss timeout.
+ * @refused_msgs: control messages from the peer dropped as malformed or
+ *	misdirected.
+ * @refused_pools: pools the peer announced past max_remote_pools or
+ *	max_remote_regions.
+ * @refused_qps: queue pairs the peer opened past max_inbound_qps.
  * @counters: traffic to the peer; its connects are outbound connection
  *	sets established, its rejects outbound attempts the peer refused.
  * @fault_counters: the fault path of every mapping of its pools.
  * @id: the handle userspace names the peer by in reads and writes.
  * @rpools_lock: protects @rpools and each pool's listing.
  * @rpools: the pools the peer exports to us (struct rpage_rpool).
+ * @nr_rpools: how many are on @rpools, under @rpools_lock.
+ * @nr_rregions: their memory regions, all told, under @rpools_lock.
  */
 struct rpage_peer {
 	struct list_head entry;
@@ -371,11 +381,16 @@ struct rpage_peer {
 	atomic64_t reconnects;
 	atomic64_t retried;
 	atomic64_t lost;
+	atomic64_t refused_msgs;
+	atomic64_t refused_pools;
+	atomic64_t refused_qps;
 	struct rpage_counters counters;
 	struct rpage_fault_counters_pcpu __percpu *fault_counters;
 	u32 id;
 	spinlock_t rpools_lock;		/* see kernel-doc */
 	struct list_head rpools;
+	u32 nr_rpools;
+	u32 nr_rregions;
 };
 
 /* Counters of the fault path (struct rpage_fault_stats), in its order. */
@@ -608,6 +623,7 @@ struct rpage_conn *rpage_peer_use_conn(struct rpage_peer *peer,
 struct rpage_conn *rpage_peer_use_data_conn(struct rpage_peer *peer,
 					    bool write);
 int rpage_peer_send_ctl(struct rpage_peer *peer, const void *msg, u32 len);
+bool rpage_peer_inbound_room(struct rpage_peer *peer, u16 index);
 int rpage_peer_inbound_add(struct rpage_peer *peer, struct rpage_in_conn *in);
 void rpage_peer_inbound_established(struct rpage_in_conn *in);
 void rpage_peer_inbound_closed(struct rpage_in_conn *in, const char *why);

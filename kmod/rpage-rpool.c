@@ -111,8 +111,55 @@ struct rpage_rpool *rpage_rpool_get(struct rpage_peer *peer, u64 pool_id,
 /* Takes @rpool off its peer's table; the caller holds rpools_lock. */
 static void rpage_rpool_unlist(struct rpage_rpool *rpool)
 {
+	struct rpage_peer *peer = rpool->peer;
+
+	lockdep_assert_held(&peer->rpools_lock);
 	list_del_init(&rpool->entry);
 	WRITE_ONCE(rpool->listed, false);
+	peer->nr_rpools--;
+	peer->nr_rregions -= rpool->nr_mrs;
+}
+
+/* The listed pool @id of @peer, or NULL; the caller holds rpools_lock. */
+static struct rpage_rpool *rpage_rpool_find_locked(struct rpage_peer *peer,
+						   u64 id)
+{
+	struct rpage_rpool *rpool;
+
+	lockdep_assert_held(&peer->rpools_lock);
+	list_for_each_entry(rpool, &peer->rpools, entry)
+		if (rpool->id == id)
+			return rpool;
+	return NULL;
+}
+
+/*
+ * Whether @peer's table has room for a pool of @nr_mrs regions in place
+ * of @old (NULL: in addition); the caller holds rpools_lock. Asked before
+ * allocating, so that a refused announcement costs no memory, and again
+ * before listing.
+ */
+static bool rpage_rpool_room(struct rpage_peer *peer,
+			     const struct rpage_rpool *old, u32 nr_mrs)
+{
+	u64 pools = peer->nr_rpools + (old ? 0 : 1);
+	u64 regions = (u64)peer->nr_rregions + nr_mrs -
+		      (old ? old->nr_mrs : 0);
+
+	lockdep_assert_held(&peer->rpools_lock);
+	return pools <= READ_ONCE(rpage_max_remote_pools) &&
+	       regions <= READ_ONCE(rpage_max_remote_regions);
+}
+
+/* Counts and logs a pool refused for want of room; -EDQUOT. */
+static int rpage_rpool_refuse(struct rpage_peer *peer, u64 id, u32 nr_mrs)
+{
+	atomic64_inc(&peer->refused_pools);
+	pr_warn_ratelimited("peer %s: refused pool %llu of %u regions: over max_remote_pools=%u or max_remote_regions=%u\n",
+			    peer->name, id, nr_mrs,
+			    READ_ONCE(rpage_max_remote_pools),
+			    READ_ONCE(rpage_max_remote_regions));
+	return -EDQUOT;
 }
 
 /*
@@ -162,6 +209,14 @@ static int rpage_rpool_add(struct rpage_peer *peer,
 		return -EPROTO;
 
 	if (first == 0) {
+		spin_lock(&peer->rpools_lock);
+		old = rpage_rpool_find_locked(peer, id);
+		if (!rpage_rpool_room(peer, old, nr_mrs)) {
+			spin_unlock(&peer->rpools_lock);
+			return rpage_rpool_refuse(peer, id, nr_mrs);
+		}
+		spin_unlock(&peer->rpools_lock);
+		old = NULL;
 		fresh = kzalloc(sizeof(*fresh), GFP_KERNEL);
 		if (!fresh)
 			return -ENOMEM;
@@ -182,17 +237,20 @@ static int rpage_rpool_add(struct rpage_peer *peer,
 	}
 
 	spin_lock(&peer->rpools_lock);
-	list_for_each_entry(rpool, &peer->rpools, entry) {
-		if (rpool->id == id) {
-			old = rpool;
-			break;
-		}
-	}
+	old = rpage_rpool_find_locked(peer, id);
 	if (fresh) {
+		/* The table may have changed since the first look. */
+		if (!rpage_rpool_room(peer, old, nr_mrs)) {
+			spin_unlock(&peer->rpools_lock);
+			rpage_rpool_free(fresh);
+			return rpage_rpool_refuse(peer, id, nr_mrs);
+		}
 		/* A pool announced again starts over; users keep the old one. */
 		if (old)
 			rpage_rpool_unlist(old);
 		list_add_tail(&fresh->entry, &peer->rpools);
+		peer->nr_rpools++;
+		peer->nr_rregions += nr_mrs;
 		rpool = fresh;
 	} else {
 		/* The next regions of a pool must follow the ones before. */
@@ -318,6 +376,9 @@ void rpage_msg_received(struct rpage_conn *conn, const void *buf, u32 len)
 	int ret;
 
 	ret = rpage_msg_dispatch(conn, buf, len);
+	/* A pool over the limits is counted as such, not as malformed. */
+	if (ret && ret != -EDQUOT)
+		atomic64_inc(&conn->peer->refused_msgs);
 	if (ret)
 		pr_warn_ratelimited("peer %s: dropped a control message (%s, %u bytes): %d\n",
 				    conn->peer->name,

@@ -23,10 +23,15 @@
 #define RPAGE_API		1
 
 /*
- * Feature bits a caller may request in struct rpage_api.features. None
- * are defined by API 1 yet; requesting an unknown bit fails with EINVAL.
+ * Feature bits a caller may request in struct rpage_api.features;
+ * requesting an unknown bit fails with EINVAL.
+ *
+ * RPAGE_FEATURE_PEER_REFUSALS: struct rpage_peer_status counts what this
+ * host refused of the peer (@refused_msgs, @refused_pools, @refused_qps;
+ * reserved, hence zero, on a module without the bit).
  */
-#define RPAGE_FEATURES_ALL	0ULL
+#define RPAGE_FEATURE_PEER_REFUSALS	(1ULL << 0)
+#define RPAGE_FEATURES_ALL	RPAGE_FEATURE_PEER_REFUSALS
 
 /* Bounds of names and of strings the kernel reports. */
 #define RPAGE_NAME_MAX		64
@@ -745,6 +750,15 @@ struct rpage_peer_set {
  * @cause: why it last changed state, in words, NUL-terminated: a work
  *	completion status, an rdma_cm event, an errno, "no completion for N
  *	ms", a missed heartbeat, a refusal.
+ * @refused_msgs: control messages from the peer that were dropped:
+ *	malformed, sent in the wrong direction, or over a limit
+ *	(RPAGE_FEATURE_PEER_REFUSALS).
+ * @refused_pools: pools the peer announced past this host's limits on
+ *	remote pools and regions per peer (module parameters
+ *	max_remote_pools and max_remote_regions): not usable here until
+ *	others are withdrawn and the peer announces them again.
+ * @refused_qps: queue pairs the peer opened to this host past the
+ *	module parameter max_inbound_qps.
  * @reserved: zero.
  */
 struct rpage_peer_status {
@@ -758,7 +772,10 @@ struct rpage_peer_status {
 	__u64 retried;
 	__u64 lost;
 	char  cause[RPAGE_CAUSE_MAX];
-	__u64 reserved[4];
+	__u64 refused_msgs;
+	__u64 refused_pools;
+	__u64 refused_qps;
+	__u64 reserved[1];
 };
 
 #define RPAGE_IOC_API \
