@@ -51,7 +51,7 @@ LIB_HDRS := ulib/librpage.h include/uapi/linux/rpage.h
 KSELFTEST_DIR := build/kselftest
 # kselftest_harness programs, and the rdma-core peers the tests use.
 TEST_PROGS := rpage_api_test rpage_config_test rpage_pool_test rpage_map_test
-RDMA_PEERS := rpage_rogue_peer rpage_uffd_baseline
+RDMA_PEERS := rpage_rogue_peer rpage_rogue_exporter rpage_uffd_baseline
 TEST_TOOLS := rpage_pattern rpage_fault rpage-bench
 TEST_BINS := $(addprefix $(O_USER)/selftests/,$(TEST_PROGS) $(RDMA_PEERS) \
 	$(TEST_TOOLS))
@@ -107,6 +107,12 @@ selftests: $(TEST_BINS)
 # foreign host would.
 $(O_USER)/selftests/rpage_rogue_peer: selftests/rpage_rogue_peer.c \
 		kmod/rpage-proto.h
+	@mkdir -p $(dir $@)
+	$(CC) $(USER_CFLAGS) -o $@ $< -lrdmacm -libverbs
+
+# An exporting host that misbehaves on command, on rdma-core alone.
+$(O_USER)/selftests/rpage_rogue_exporter: selftests/rpage_rogue_exporter.c \
+		kmod/rpage-proto.h selftests/rpage_pattern.h
 	@mkdir -p $(dir $@)
 	$(CC) $(USER_CFLAGS) -o $@ $< -lrdmacm -libverbs
 
