@@ -7,6 +7,8 @@
 #   make selftests            the test programs (needs linux-source)
 #   make KDIR=/path/to/build  against another kernel's headers
 #   make check                every test, in QEMU guests (README.md)
+#   make check-debug          the guests' tests on a KASAN, lockdep and
+#                             kmemleak kernel built here (once, cached)
 #   make demo                 the two-host demo, in QEMU guests
 #   make bench                rpage against its baselines, in QEMU guests
 #   make install              library, headers, rpagectl, man pages
@@ -52,11 +54,11 @@ KSELFTEST_DIR := build/kselftest
 # kselftest_harness programs, and the rdma-core peers the tests use.
 TEST_PROGS := rpage_api_test rpage_config_test rpage_pool_test rpage_map_test
 RDMA_PEERS := rpage_rogue_peer rpage_rogue_exporter rpage_uffd_baseline
-TEST_TOOLS := rpage_pattern rpage_fault rpage-bench
+TEST_TOOLS := rpage_pattern rpage_fault rpage-bench rpage_ioctl_fuzz
 TEST_BINS := $(addprefix $(O_USER)/selftests/,$(TEST_PROGS) $(RDMA_PEERS) \
 	$(TEST_TOOLS))
 
-.PHONY: all module user selftests check demo bench install clean \
+.PHONY: all module user selftests check check-debug demo bench install clean \
 	checkpatch sparse deps
 
 all: module user
@@ -124,7 +126,8 @@ $(O_USER)/selftests/rpage_uffd_baseline: selftests/rpage_uffd_baseline.c
 
 # The tools the test scripts drive, on librpage alone: rpage_pattern
 # fills, checks, exports and moves pool contents of a known pattern;
-# rpage_fault touches, prefetches and evicts remote mappings of them.
+# rpage_fault touches, prefetches and evicts remote mappings of them;
+# rpage_ioctl_fuzz throws seeded random ioctls at /dev/rpage.
 $(addprefix $(O_USER)/selftests/,$(TEST_TOOLS)): $(O_USER)/selftests/%: \
 		selftests/%.c selftests/rpage_tool.h selftests/rpage_test.h \
 		selftests/rpage_pattern.h $(LIB_A)
@@ -140,6 +143,14 @@ $(O_USER)/selftests/%: selftests/%.c selftests/rpage_test.h selftests/rpage_patt
 
 check:
 	./selftests/run.sh
+
+# The debug tier: the same guests on the kernel scripts/build-debug-kernel.sh
+# builds (build/debug-kernel/, reused while unchanged). Everything runs
+# far slower there (RDMA READs about 36x), hence the longer watchdog.
+check-debug:
+	kver=$$(./scripts/build-debug-kernel.sh) && \
+	RPAGE_KERNELS=$$kver RPAGE_SKIP_DEPS=1 \
+	RPAGE_VM_TIMEOUT=$${RPAGE_VM_TIMEOUT:-5400} ./selftests/run.sh
 
 demo:
 	./selftests/vm/demo.sh
