@@ -42,7 +42,7 @@ for kver in $(vm_kernels); do
 		continue
 	}
 	dir=$RPAGE_BUILD/kmod/$kver
-	out=$(make -C "/usr/src/linux-headers-$kver" M="$dir" C=2 W=1 modules 2>&1 |
+	out=$(make -C "$(vm_kernel_build_dir "$kver")" M="$dir" C=2 W=1 modules 2>&1 |
 		grep -E "(warning|error):")
 	if [ -z "$out" ]; then
 		tap ok "[$kver] sparse and W=1 clean"

@@ -13,10 +13,41 @@
 #   RPAGE_VM_TIMEOUT  seconds a guest may run before the watchdog kills it
 #   RPAGE_VM_APPEND   extra guest kernel arguments (e.g. slub_debug=FZPU
 #                   to catch heap corruption where it happens)
+#   RPAGE_VM_KERNEL_ROOT  where kernels built here live, laid out like /
+#                   (default build/debug-kernel, see
+#                   scripts/build-debug-kernel.sh): a KVER that has
+#                   ROOT/boot/vmlinuz-KVER boots from there, with
+#                   ROOT/lib/modules/KVER as its modules and build tree
 
 RPAGE_REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 RPAGE_BUILD=$RPAGE_REPO/build
 VM_DIR=$RPAGE_BUILD/vm
+RPAGE_VM_KERNEL_ROOT=${RPAGE_VM_KERNEL_ROOT:-$RPAGE_BUILD/debug-kernel}
+
+# vm_kernel_root KVER: the directory of a kernel built here (such as the
+# debug tier's), or nothing for one installed on the host: then KVER's
+# image is ROOT/boot/vmlinuz-KVER and its modules ROOT/lib/modules/KVER.
+vm_kernel_root() {
+	if [ -s "$RPAGE_VM_KERNEL_ROOT/boot/vmlinuz-$1" ]; then
+		echo "$RPAGE_VM_KERNEL_ROOT"
+	fi
+}
+
+vm_kernel_image() {
+	echo "$(vm_kernel_root "$1")/boot/vmlinuz-$1"
+}
+
+# The tree to build modules for KVER against: Debian's headers, or the
+# build tree of a kernel built here.
+vm_kernel_build_dir() {
+	local root
+	root=$(vm_kernel_root "$1")
+	if [ -n "$root" ]; then
+		echo "$root/lib/modules/$1/build"
+	else
+		echo "/usr/src/linux-headers-$1"
+	fi
+}
 
 # The newest installed kernel of each supported series that has both its
 # image and its headers.
@@ -46,7 +77,7 @@ vm_build_module() {
 	mkdir -p "$dir"
 	cp -r "$RPAGE_REPO/Kbuild" "$RPAGE_REPO/VERSION" "$RPAGE_REPO/kmod" \
 	      "$RPAGE_REPO/include" "$dir/"
-	make -C "/usr/src/linux-headers-$kver" M="$dir" W=1 RPAGE_WERROR=y \
+	make -C "$(vm_kernel_build_dir "$kver")" M="$dir" W=1 RPAGE_WERROR=y \
 		modules > "$dir/build.log" 2>&1 || { cat "$dir/build.log"; return 1; }
 }
 
@@ -55,11 +86,14 @@ vm_module_path() {
 }
 
 vm_initramfs() {
-	local kver=$1 img=$VM_DIR/initramfs-$1.gz
+	local kver=$1 img=$VM_DIR/initramfs-$1.gz root
+	root=$(vm_kernel_root "$kver")
 	if [ ! -s "$img" ] || [ "$RPAGE_REPO/selftests/vm/init" -nt "$img" ] ||
-	   [ "$RPAGE_REPO/selftests/vm/mkinitramfs.sh" -nt "$img" ]; then
+	   [ "$RPAGE_REPO/selftests/vm/mkinitramfs.sh" -nt "$img" ] ||
+	   { [ -n "$root" ] && [ "$root/lib/modules/$kver/modules.dep" -nt "$img" ]; }; then
 		mkdir -p "$VM_DIR"
-		"$RPAGE_REPO/selftests/vm/mkinitramfs.sh" "$kver" "$img" >&2 || return 1
+		"$RPAGE_REPO/selftests/vm/mkinitramfs.sh" "$kver" "$img" ${root:+"$root"} >&2 ||
+			return 1
 	fi
 	echo "$img"
 }
@@ -84,7 +118,7 @@ vm_accel() {
 		local img log=$VM_DIR/accel-probe.log
 		img=$(vm_initramfs "$kver") || return 1
 		timeout -k 5 30 qemu-system-x86_64 -accel kvm -cpu host -m 512M \
-			-kernel "/boot/vmlinuz-$kver" -initrd "$img" \
+			-kernel "$(vm_kernel_image "$kver")" -initrd "$img" \
 			-append "console=ttyS0 panic=-1 rpage_probe=1" \
 			-display none -monitor none -serial "file:$log" \
 			-no-reboot -nodefaults > /dev/null 2>&1
@@ -126,9 +160,13 @@ vm_boot_once() {
 		shift 2
 	done
 
-	local accel img
+	local accel img root modules=""
 	accel=$(vm_accel "$kver") || return 1
 	img=$(vm_initramfs "$kver") || return 1
+	# A kernel built here has no modules in the host's /lib/modules:
+	# the guest's init lays its own over it.
+	root=$(vm_kernel_root "$kver")
+	[ -n "$root" ] && modules="rpage_modules=$root/lib/modules/$kver"
 	rm -rf "$run"
 	mkdir -p "$run/out"
 	cat > "$run/env" <<-ENV
@@ -154,8 +192,8 @@ vm_boot_once() {
 	fi
 	local args=(
 		-accel "$accel" -m "$mem" -smp "$smp"
-		-kernel "/boot/vmlinuz-$kver" -initrd "$img"
-		-append "console=ttyS0 quiet panic=-1 ${RPAGE_VM_APPEND:-} rpage_repo=$RPAGE_REPO rpage_init=$RPAGE_REPO/selftests/vm/guest-init"
+		-kernel "$(vm_kernel_image "$kver")" -initrd "$img"
+		-append "console=ttyS0 quiet panic=-1 ${RPAGE_VM_APPEND:-} $modules rpage_repo=$RPAGE_REPO rpage_init=$RPAGE_REPO/selftests/vm/guest-init"
 		-display none -monitor none -serial "file:$run/console.log"
 		-no-reboot -nodefaults
 		-fsdev "local,id=root,path=/,security_model=none,readonly=on,multidevs=remap"

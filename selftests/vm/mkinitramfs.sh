@@ -1,19 +1,22 @@
 #!/bin/sh
 # SPDX-License-Identifier: GPL-2.0
 #
-# mkinitramfs.sh KVER OUT
+# mkinitramfs.sh KVER OUT [ROOT]
 #
 # Builds the guests' initramfs for Debian kernel KVER: busybox, the
 # modules that mount the host root over virtio-9p and bring up
 # virtio-net (decompressed, in dependency order), and selftests/vm/init.
+# For a kernel built here, ROOT is where it lives (ROOT/lib/modules/KVER,
+# selftests/vm/lib.sh); those built in need no module.
 set -eu
 
 kver=$1
 out=$2
+root=${3:-}
 here=$(cd "$(dirname "$0")" && pwd)
 
-[ -d "/lib/modules/$kver" ] || {
-	echo "mkinitramfs: no /lib/modules/$kver (install linux-image-$kver)" >&2
+[ -d "$root/lib/modules/$kver" ] || {
+	echo "mkinitramfs: no $root/lib/modules/$kver (install linux-image-$kver)" >&2
 	exit 1
 }
 
@@ -27,7 +30,7 @@ for applet in sh mount umount mkdir insmod switch_root cat echo sleep grep; do
 done
 
 # Busybox insmod takes plain ELF objects: decompress what Debian ships.
-modprobe -S "$kver" -a --show-depends 9p 9pnet_virtio virtio_pci virtio_net |
+modprobe -d "${root:-/}" -S "$kver" -a --show-depends 9p 9pnet_virtio virtio_pci virtio_net |
 	awk '$1 == "insmod" && !seen[$2]++ { print $2 }' > "$tmp/order.src"
 : > "$tmp/lib/modules/order"
 while read -r src; do
