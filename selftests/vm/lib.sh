@@ -229,6 +229,10 @@ vm_boot_once() {
 # "BUG kmalloc-64 (Tainted: ...): Poison overwritten" is how SLUB's own
 # checks (slub_debug) report a corrupted object.
 VM_LOG_BAD='BUG:|BUG [A-Za-z0-9_:.()-]+ \(|WARNING:|Oops|general protection|blocked for more than|refcount_t|list_(add|del) corruption|list corruption|Kernel panic|UBSAN|KASAN|kernel BUG'
+# And the reports of the debug kernel's checkers (make check-debug):
+# kmemleak, lockdep and RCU lockdep, debug objects. Most come with a
+# WARNING: line already; these match whatever their header looks like.
+VM_LOG_BAD+='|unreferenced object|suspected memory leak|possible circular locking|inconsistent lock state|possible recursive locking|suspicious RCU usage|ODEBUG:'
 # A user-space program's fault, which the kernel only reports (its exit
 # status is the test's business): "traps: PROG[PID] general protection
 # fault ip:... sp:... error:... in LIB".
@@ -253,6 +257,17 @@ vm_hang_summary() {
 		sed 's/^ */awake or blocked: /'
 }
 
+# vm_kmemleak_summary FILE: how many objects a saved
+# /sys/kernel/debug/kmemleak lists, and how many of them name rpage in
+# their backtrace (or, if it lists none, what guest-init wrote there).
+vm_kmemleak_summary() {
+	awk 'NR == 1 { first = $0 }
+	     /^unreferenced object/ { n++; blk = n }
+	     /rpage/ && blk && !seen[blk]++ { r++ }
+	     END { if (n) printf "%d unreferenced objects, %d of them with rpage in their backtrace\n", n, r
+		   else print first }' "$1"
+}
+
 # vm_judge RUNDIR: appends to RUNDIR/problems every reason the guest's
 # run is not clean; returns non-zero if there is any.
 vm_judge() {
@@ -272,6 +287,11 @@ vm_judge() {
 		 vm_hang_summary "$run/console.log" >> "$run/problems" ;;
 	*) echo "job exited $rc" >> "$run/problems" ;;
 	esac
+	# What kmemleak found once the job was over (selftests/vm/guest-init).
+	if [ -s "$run/out/kmemleak" ]; then
+		echo "kmemleak: $(vm_kmemleak_summary "$run/out/kmemleak"):" \
+			"$run/out/kmemleak" >> "$run/problems"
+	fi
 	if [ -s "$run/out/tainted" ]; then
 		taint=$(cat "$run/out/tainted")
 		if [ $(( taint & ~VM_TAINT_ALLOWED )) -ne 0 ]; then
