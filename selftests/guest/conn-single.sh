@@ -40,6 +40,26 @@ test_endpoint_del_keeps_connections() {
 	"$RPAGECTL" endpoint add "$SELF" || fail "endpoint re-add"
 }
 
+# The peer deleted while its connections to us are being accepted, over
+# and over: an inbound connection accepted as its peer goes must still
+# be torn down, or the device removal and the unload that follow wait
+# for it forever (issue 13, defect 7).
+test_peer_del_racing_its_connections() {
+	local i
+	"$RPAGECTL" peer del self || return
+	for i in $(seq 30); do
+		"$RPAGECTL" peer add self addr "$SELF" || fail "peer add, round $i" || return
+		sleep "0.$((RANDOM % 4))"
+		"$RPAGECTL" peer del self || fail "peer del, round $i" || return
+	done
+	"$RPAGECTL" peer add self addr "$SELF" || return
+	wait_until 60 peer_is self connected || fail "not connected after the races" || return
+	timeout 60 rdma link delete rxe0 || fail "rdma link delete hung or failed" || return
+	rdma link add rxe0 type rxe netdev eth0 || fail "rdma link add" || return
+	wait_until 30 endpoint_field_is state listening || fail "endpoint down" || return
+	wait_until 60 peer_is self connected || fail "peer did not reconnect"
+}
+
 test_device_removal_while_connected() {
 	rdma link delete rxe0 || fail "rdma link delete" || return
 	wait_until 20 peer_field_is self state reconnecting ||
@@ -87,6 +107,7 @@ tap_begin conn-single
 run_test connects_to_itself_over_loopback test_connects_to_itself
 run_test peer_del_while_connected test_peer_del_while_connected
 run_test endpoint_del_keeps_outbound_connections test_endpoint_del_keeps_connections
+run_test peer_del_racing_its_connections_leaves_none test_peer_del_racing_its_connections
 run_test rxe_removed_while_connected_then_reconnects test_device_removal_while_connected
 run_test unload_while_connected test_unload_while_connected
 run_test unload_while_reconnecting test_unload_while_reconnecting
