@@ -22,31 +22,36 @@
  *  - a step of the objects' lives, racing the other threads: pools of
  *    a small set of ids created and destroyed, the thread's own memory
  *    exported, PEER's pools mapped, mmap()ed, touched (a pool destroyed
- *    meanwhile raises SIGBUS, which is caught), prefetched, evicted and
- *    unmapped, reads and writes, PEER's loss timeout set (0 to 2 s),
- *    peers and endpoints of the fuzzer's own added and deleted; now and
- *    then the thread's file is closed with all that outstanding and
- *    opened again, the file the threads share is replaced under them,
- *    or a child is forked that touches an inherited mapping and exits.
+ *    meanwhile raises SIGBUS, which is caught), zapped (MADV_DONTNEED),
+ *    split (munmap of a part), prefetched, evicted and unmapped, reads
+ *    and writes, PEER's loss timeout set (0 to 2 s), peers and
+ *    endpoints of the fuzzer's own added and deleted; now and then the
+ *    thread's file is closed with all that outstanding and opened
+ *    again, the file the threads share is replaced under them, or a
+ *    child is forked that touches an inherited mapping, maybe
+ *    prefetches or evicts it through the inherited file, and exits.
  *
  * Every step draws from a generator seeded by SEED, the thread and the
  * step's number alone, so a thread's choices are the same in every run
- * of a seed (what they meet, the other threads decide).
+ * of a seed (what they meet, the other threads decide). -v prints every
+ * call before it is made, to standard error.
  *
  * Errno values are not checked, only that a call the fuzzer knows to be
  * invalid (a non-zero reserved field, unknown flag bits, a bad pointer
  * the call must read, ...) does not succeed: such a success prints
  * "unexpected success: CMD ..." and makes the exit status 1. Traffic
- * stays inside the host: peers and endpoints of the fuzzer's own are at
- * 192.0.2.100-199, or at PEER's address with ports FZ_PORT and up; PEER
- * itself, the host's other endpoints and pools other than the fuzzer's
- * (ids FZ_POOL_BASE and up) are never deleted, destroyed or written.
+ * stays inside the host: peers of the fuzzer's own (fz-0 ...) are at
+ * 192.0.2.100-199, its endpoints there or at PEER's address with ports
+ * FZ_PORT and up; PEER itself, the host's other endpoints and pools
+ * other than the fuzzer's (ids FZ_POOL_BASE to FZ_POOL_BASE + 7) are
+ * never deleted, destroyed or written.
  *
- * At the end it prints one summary line ("calls N ok N E...=N ..."),
- * removes every pool, peer and endpoint it created (mappings and
- * exports go with its files), puts PEER's loss timeout back, and exits
- * 0, or 1 after an unexpected success or if something of its own was
- * left; 2 when it could not start.
+ * At the end it prints one summary line ("summary: seed S threads N
+ * calls N ok N EINVAL N ... seconds N unexpected N"), removes every
+ * pool, peer and endpoint it created (mappings and exports go with its
+ * files), puts PEER's loss timeout back, and exits 0, or 1 after an
+ * unexpected success or if something of its own was left; 2 when it
+ * could not start.
  */
 #include <limits.h>
 #include <pthread.h>
@@ -351,10 +356,8 @@ enum fz_where {
 };
 
 struct fz_map {
-	void *area;		/* mmap()ed, NULL if none */
+	void *area;		/* mmap()ed, a guard page after; NULL if none */
 	size_t area_len;
-	void *resv;		/* what to munmap(): the area and its guard */
-	size_t resv_len;
 	__u64 map_id;		/* 0 once unmapped or its file closed */
 	__u64 map_len;
 	bool shared;		/* made through the shared file */
@@ -1769,12 +1772,22 @@ static void fz_random_cmd(struct fz_thread *t, enum fz_file file)
 static __thread sigjmp_buf fz_env;
 static __thread volatile sig_atomic_t fz_touching;
 
-static void fz_sigbus(int sig, siginfo_t *si, void *ctx)
+/*
+ * SIGBUS in a touch: the pool is gone, as designed. Anything else, or
+ * SIGSEGV, is a bug of the fuzzer's: say where, then die of it.
+ */
+static void fz_signal(int sig, siginfo_t *si, void *ctx)
 {
-	static const char msg[] = "rpage_ioctl_fuzz: SIGBUS outside a touch\n";
+	char msg[] = "rpage_ioctl_fuzz: fatal signal 00 at 0x0000000000000000\n";
+	uint64_t addr = (uintptr_t)si->si_addr;
+	char *hex = strchr(msg, 'x') + 1;
 
-	if (fz_touching)
+	if (sig == SIGBUS && fz_touching)
 		siglongjmp(fz_env, 1);
+	msg[sizeof("rpage_ioctl_fuzz: fatal signal ") - 1] = (char)('0' + sig / 10);
+	msg[sizeof("rpage_ioctl_fuzz: fatal signal ")] = (char)('0' + sig % 10);
+	for (int i = 15; i >= 0; i--, addr >>= 4)
+		hex[i] = "0123456789abcdef"[addr & 15];
 	if (write(2, msg, sizeof(msg) - 1) < 0)
 		_exit(3);
 	signal(sig, SIG_DFL);
@@ -1831,8 +1844,8 @@ static void fz_drop_map(struct fz_thread *t, struct fz_map *m)
 {
 	if (m->map_id && chance(t, 50))
 		fz_unmap_id(t, m);
-	if (m->resv)
-		munmap(m->resv, m->resv_len);
+	if (m->area)
+		munmap(m->area, m->area_len + page);
 	memset(m, 0, sizeof(*m));
 }
 
@@ -1899,25 +1912,35 @@ static void fz_life_map(struct fz_thread *t)
 	t->mmaps++;
 	m->area = area;
 	m->area_len = len;
-	m->resv = resv;
-	m->resv_len = len + page;
 	if (chance(t, 10))
 		fz_unmap_id(t, m);
 }
 
-/* A child that touches an inherited mapping and exits. */
+/*
+ * A child that touches an inherited mapping, maybe prefetches or evicts
+ * part of it through the inherited file, and exits.
+ */
 static void fz_life_fork(struct fz_thread *t)
 {
 	struct fz_map *m = fz_pick_map(t, false, true);
 	unsigned int n = (unsigned int)(1 + rnd_below(t, 4));
+	unsigned int what = (unsigned int)rnd_below(t, 3);
+	struct rpage_prefetch pf = { 0 };
+	struct rpage_evict ev = { 0 };
 	uint64_t at[4];
-	int status;
+	int status, fd;
 	pid_t pid;
 
 	if (!m)
 		return;
 	for (unsigned int i = 0; i < n; i++)
 		at[i] = rnd_below(t, m->area_len);
+	fd = fz_fd(t, m->shared ? F_SHARED : F_OWN);
+	pf.map_id = m->map_id;
+	pf.flags = (__u32)(rnd(t) & RPAGE_PREFETCH_FLAGS_ALL);
+	fz_pick_range(t, m->map_len, &pf.offset, &pf.length);
+	ev.map_id = m->map_id;
+	fz_pick_range(t, m->map_len, &ev.offset, &ev.length);
 	t->forks++;
 	pid = fork();
 	if (pid < 0)
@@ -1925,8 +1948,12 @@ static void fz_life_fork(struct fz_thread *t)
 	if (!pid) {
 		/* Async-signal-safe calls only: other threads held locks. */
 		alarm(120);
+		if (what == 1)
+			ioctl(fd, RPAGE_IOC_PREFETCH, &pf);
 		for (unsigned int i = 0; i < n; i++)
 			fz_touch((char *)m->area + at[i], i & 1);
+		if (what == 2)
+			ioctl(fd, RPAGE_IOC_EVICT, &ev);
 		_exit(0);
 	}
 	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
@@ -1935,6 +1962,31 @@ static void fz_life_fork(struct fz_thread *t)
 		fz_report(t, "forked child touching mapping %llu killed by signal %d%s",
 			  (unsigned long long)m->map_id, WTERMSIG(status),
 			  WTERMSIG(status) == SIGALRM ? " (stuck for 120 s)" : "");
+}
+
+/*
+ * An area that must not grow (mremap), then loses its first page
+ * (munmap of a part: the area splits).
+ */
+static void fz_life_trim(struct fz_thread *t, struct fz_map *m)
+{
+	void *moved = mremap(m->area, m->area_len, m->area_len + page,
+			     MREMAP_MAYMOVE);
+
+	if (moved != MAP_FAILED) {
+		fz_report(t, "unexpected success: mremap() grew an area of mapping %llu",
+			  (unsigned long long)m->map_id);
+		munmap(moved, m->area_len + page);
+		munmap((char *)m->area + m->area_len, page);
+		memset(m, 0, sizeof(*m));
+		return;
+	}
+	if (m->area_len <= page)
+		return;
+	/* The page is anyone's to map again: the area starts after it. */
+	munmap(m->area, page);
+	m->area = (char *)m->area + page;
+	m->area_len -= page;
 }
 
 /* Closes the thread's file, with everything still outstanding, and reopens. */
@@ -2013,18 +2065,26 @@ static void fz_life(struct fz_thread *t)
 		fz_life_map(t);
 	} else if (r < 480) {
 		m = fz_pick_map(t, false, true);
-		if (m)
-			fz_touch_map(t, m, (unsigned int)(1 + rnd_below(t, 4)), false);
-		else
+		if (!m) {
 			fz_life_map(t);
+		} else {
+			/* Page tables gone, the pages still the mapping's. */
+			if (chance(t, 10))
+				madvise(m->area, m->area_len, MADV_DONTNEED);
+			fz_touch_map(t, m, (unsigned int)(1 + rnd_below(t, 4)), false);
+		}
 	} else if (r < 500) {
 		m = fz_pick_map(t, false, true);
 		if (m)
 			fz_touch_map(t, m, (unsigned int)(m->area_len / page), true);
-	} else if (r < 540) {
+	} else if (r < 525) {
 		m = fz_pick_map(t, false, true);
 		if (m)
 			fz_drop_map(t, m);
+	} else if (r < 540) {
+		m = fz_pick_map(t, false, true);
+		if (m)
+			fz_life_trim(t, m);
 	} else if (r < 580) {
 		m = fz_pick_map(t, true, false);
 		if (m)
@@ -2189,8 +2249,8 @@ static void *fz_thread_run(void *arg)
 		fz_step(t);
 	}
 	for (unsigned int i = 0; i < FZ_MAPS; i++)
-		if (t->maps[i].resv)
-			munmap(t->maps[i].resv, t->maps[i].resv_len);
+		if (t->maps[i].area)
+			munmap(t->maps[i].area, t->maps[i].area_len + page);
 	close(t->fd);
 	close(t->fd_rdonly);
 	close(t->fd_noapi);
@@ -2396,7 +2456,7 @@ static int usage(void)
 
 int main(int argc, char **argv)
 {
-	struct sigaction sa = { .sa_sigaction = fz_sigbus, .sa_flags = SA_SIGINFO };
+	struct sigaction sa = { .sa_sigaction = fz_signal, .sa_flags = SA_SIGINFO };
 	struct fz_thread *threads;
 	uint64_t val, start;
 	bool seeded = false;
@@ -2446,7 +2506,7 @@ int main(int argc, char **argv)
 	if (!fz_setup_memory())
 		return 2;
 	sigemptyset(&sa.sa_mask);
-	if (sigaction(SIGBUS, &sa, NULL)) {
+	if (sigaction(SIGBUS, &sa, NULL) || sigaction(SIGSEGV, &sa, NULL)) {
 		fail("sigaction: %s", strerror(errno));
 		return 2;
 	}
