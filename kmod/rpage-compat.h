@@ -34,4 +34,21 @@ static inline void rpage_release_fault_lock(struct vm_fault *vmf)
 #endif
 }
 
+/*
+ * Where a named mapping's node goes (rpage-named.c), as the device_type's
+ * devnode callback, whose device 6.2 made const.
+ */
+struct device;
+char *rpage_named_devnode(const struct device *dev, umode_t *mode,
+			  kuid_t *uid, kgid_t *gid);
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 2, 0)
+#define rpage_named_devnode_cb rpage_named_devnode
+#else
+static inline char *rpage_named_devnode_cb(struct device *dev, umode_t *mode,
+					   kuid_t *uid, kgid_t *gid)
+{
+	return rpage_named_devnode(dev, mode, uid, gid);
+}
+#endif
+
 #endif /* RPAGE_COMPAT_H */

@@ -727,6 +727,10 @@ vm_fault_t rpage_vm_fault(struct vm_fault *vmf)
 	if (index >= map->nr_pages) {
 		result = RPAGE_FAULT_SIGBUS;
 		err = -ERANGE;
+	} else if (READ_ONCE(map->dead)) {
+		/* A named mapping deleted by force: see rpage-named.c. */
+		result = RPAGE_FAULT_SIGBUS;
+		err = -ENXIO;
 	} else {
 		result = rpage_fault_page(&fc, index, &err);
 	}

@@ -448,6 +448,20 @@ static const struct rpage_ioctl_desc rpage_ioctls[] = {
 		.cmd = RPAGE_IOC_PEER_STATUS,
 		.handler = rpage_ioctl_peer_status,
 	},
+	[_RPAGE_MAP_ADD] = {
+		.cmd = RPAGE_IOC_MAP_ADD,
+		.handler = rpage_ioctl_map_add,
+		.admin = true,
+	},
+	[_RPAGE_MAP_DEL] = {
+		.cmd = RPAGE_IOC_MAP_DEL,
+		.handler = rpage_ioctl_map_del,
+		.admin = true,
+	},
+	[_RPAGE_MAP_LIST] = {
+		.cmd = RPAGE_IOC_MAP_LIST,
+		.handler = rpage_ioctl_map_list,
+	},
 };
 
 static long rpage_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
@@ -509,9 +523,12 @@ static int __init rpage_init(void)
 	ret = rpage_fault_init();
 	if (ret)
 		goto err_wq;
-	ret = rpage_ibdev_init();
+	ret = rpage_named_init();
 	if (ret)
 		goto err_fault;
+	ret = rpage_ibdev_init();
+	if (ret)
+		goto err_named;
 	ret = misc_register(&rpage_misc);
 	if (ret)
 		goto err_ibdev;
@@ -522,6 +539,8 @@ static int __init rpage_init(void)
 
 err_ibdev:
 	rpage_ibdev_exit();
+err_named:
+	rpage_named_exit();
 err_fault:
 	rpage_fault_exit();
 err_wq:
@@ -539,6 +558,8 @@ static void __exit rpage_exit(void)
 	 */
 	rpage_peers_exit();
 	rpage_fault_exit();
+	/* After the prefetches: one may hold a named mapping to the end. */
+	rpage_named_exit();
 	rpage_endpoints_exit();
 	rpage_pools_exit();
 	rpage_ibdev_exit();

@@ -44,6 +44,9 @@ static void rpage_map_release(struct kref *ref)
 	rpage_fault_counters_free(&map->counters);
 	mem_cgroup_put(map->memcg);
 	rpage_peer_put(map->peer);
+	/* A named mapping's own address space (see rpage-named.c). */
+	if (map->inode)
+		iput(map->inode);
 	/* rpage_map_get() may still be looking at it, under RCU. */
 	kfree_rcu(map, rcu);
 }
@@ -53,8 +56,12 @@ void rpage_map_put(struct rpage_mapping *map)
 	kref_put(&map->ref, rpage_map_release);
 }
 
-/* The mapping @id created through @rfile, referenced; NULL if none. */
-struct rpage_mapping *rpage_map_get(const struct rpage_file *rfile, u64 id)
+/*
+ * The mapping @id created through @rfile (or, with @named, a named one,
+ * which belongs to the host), referenced; NULL if none.
+ */
+struct rpage_mapping *rpage_map_get(const struct rpage_file *rfile, u64 id,
+				    bool named)
 {
 	struct rpage_mapping *map;
 
@@ -62,7 +69,8 @@ struct rpage_mapping *rpage_map_get(const struct rpage_file *rfile, u64 id)
 		return NULL;
 	rcu_read_lock();
 	map = xa_load(&rpage_maps, id);
-	if (map && (map->owner != rfile || !kref_get_unless_zero(&map->ref)))
+	if (map && ((map->owner != rfile && !(named && map->inode)) ||
+		    !kref_get_unless_zero(&map->ref)))
 		map = NULL;
 	rcu_read_unlock();
 	return map;
@@ -76,7 +84,7 @@ struct rpage_mapping *rpage_map_get(const struct rpage_file *rfile, u64 id)
 struct rpage_mapping *rpage_map_get_range(const struct rpage_file *rfile,
 					  u64 id, u64 offset, u64 length)
 {
-	struct rpage_mapping *map = rpage_map_get(rfile, id);
+	struct rpage_mapping *map = rpage_map_get(rfile, id, true);
 	u64 size;
 
 	if (!map)
@@ -89,7 +97,7 @@ struct rpage_mapping *rpage_map_get_range(const struct rpage_file *rfile,
 	return map;
 }
 
-static int rpage_map_check(const struct rpage_map *arg)
+int rpage_map_check(const struct rpage_map *arg)
 {
 	if (arg->flags & ~RPAGE_MAP_FLAGS_ALL ||
 	    memchr_inv(arg->reserved, 0, sizeof(arg->reserved)) ||
@@ -100,37 +108,32 @@ static int rpage_map_check(const struct rpage_map *arg)
 	return 0;
 }
 
-long rpage_ioctl_map(struct rpage_file *rfile, void __user *argp)
+/*
+ * A new mapping of @arg (checked) with one reference, not yet in the
+ * table, bound to the pool as the peer announces it now; or an
+ * ERR_PTR().
+ */
+struct rpage_mapping *rpage_map_new(const struct rpage_map *arg)
 {
 	struct rpage_mapping *map;
 	struct rpage_rpool *rpool;
-	struct rpage_map arg;
-	u32 id;
 	int ret;
-
-	if (copy_from_user(&arg, argp, sizeof(arg)))
-		return -EFAULT;
-	ret = rpage_map_check(&arg);
-	if (ret)
-		return ret;
 
 	map = kzalloc(sizeof(*map), GFP_KERNEL);
 	if (!map)
-		return -ENOMEM;
-	map->peer = rpage_peer_get_by_id(arg.peer_id);
+		return ERR_PTR(-ENOMEM);
+	map->peer = rpage_peer_get_by_id(arg->peer_id);
 	if (!map->peer) {
 		kfree(map);
-		return -ENOENT;
+		return ERR_PTR(-ENOENT);
 	}
 	kref_init(&map->ref);
 	xa_init(&map->pages);
 	spin_lock_init(&map->ra_lock);
-	map->owner = rfile;
-	map->f_mapping = rfile->file->f_mapping;
-	map->pool_id = arg.pool_id;
-	map->pool_offset = arg.offset;
-	map->nr_pages = arg.length >> PAGE_SHIFT;
-	map->flags = arg.flags;
+	map->pool_id = arg->pool_id;
+	map->pool_offset = arg->offset;
+	map->nr_pages = arg->length >> PAGE_SHIFT;
+	map->flags = arg->flags;
 	/* Prefetches, run by workers, are charged to the mapper's cgroup. */
 	map->memcg = get_mem_cgroup_from_mm(current->mm);
 	ret = rpage_fault_counters_init(&map->counters);
@@ -146,8 +149,8 @@ long rpage_ioctl_map(struct rpage_file *rfile, void __user *argp)
 	ret = rpage_peer_wait_connected(map->peer, true, 0, NULL, NULL);
 	if (ret)
 		goto err;
-	rpool = rpage_rpool_get(map->peer, arg.pool_id, 0, arg.offset,
-				arg.length, false);
+	rpool = rpage_rpool_get(map->peer, arg->pool_id, 0, arg->offset,
+				arg->length, false);
 	if (IS_ERR(rpool)) {
 		ret = PTR_ERR(rpool);
 		goto err;
@@ -155,36 +158,75 @@ long rpage_ioctl_map(struct rpage_file *rfile, void __user *argp)
 	map->pool_generation = rpool->generation;
 	map->node_id = READ_ONCE(map->peer->remote_node_id);
 	rpage_rpool_put(rpool);
+	return map;
 
-	/*
-	 * Once in the table the mapping is its file's, and an UNMAP of its
-	 * id (ids are predictable) may drop the table's reference at once:
-	 * this call keeps one of its own until it has answered.
-	 */
+err:
+	rpage_map_put(map);
+	return ERR_PTR(ret);
+}
+
+/*
+ * Lists @map under a new id, with a reference of the table's own; the
+ * caller still holds its own.
+ */
+int rpage_map_insert(struct rpage_mapping *map)
+{
+	u32 id;
+	int ret;
+
 	kref_get(&map->ref);
 	ret = xa_alloc_cyclic(&rpage_maps, &id, map,
 			      XA_LIMIT(1, RPAGE_MAP_ID_MAX), &rpage_maps_next,
 			      GFP_KERNEL);
 	if (ret < 0) {
 		rpage_map_put(map);
-		goto err;
+		return ret;
 	}
 	map->id = id;
-	map->pgoff = (pgoff_t)id << RPAGE_MAP_ID_SHIFT;
+	return 0;
+}
 
-	arg.map_id = id;
+/* Takes @map out of the table, if it is still there; drops that reference. */
+void rpage_map_remove(struct rpage_mapping *map)
+{
+	if (xa_cmpxchg(&rpage_maps, map->id, map, NULL, 0) == map)
+		rpage_map_put(map);
+}
+
+long rpage_ioctl_map(struct rpage_file *rfile, void __user *argp)
+{
+	struct rpage_mapping *map;
+	struct rpage_map arg;
+	int ret;
+
+	if (copy_from_user(&arg, argp, sizeof(arg)))
+		return -EFAULT;
+	ret = rpage_map_check(&arg);
+	if (ret)
+		return ret;
+	map = rpage_map_new(&arg);
+	if (IS_ERR(map))
+		return PTR_ERR(map);
+	map->owner = rfile;
+	map->f_mapping = rfile->file->f_mapping;
+	/*
+	 * Once in the table the mapping is its file's, and an UNMAP of its
+	 * id (ids are predictable) may drop the table's reference at once:
+	 * this call keeps one of its own until it has answered.
+	 */
+	ret = rpage_map_insert(map);
+	if (ret)
+		goto out;
+	map->pgoff = (pgoff_t)map->id << RPAGE_MAP_ID_SHIFT;
+
+	arg.map_id = map->id;
 	arg.mmap_offset = (u64)map->pgoff << PAGE_SHIFT;
-	ret = 0;
 	if (copy_to_user(argp, &arg, sizeof(arg))) {
 		/* Unless an UNMAP took it out already: then it is done. */
-		if (xa_cmpxchg(&rpage_maps, id, map, NULL, 0) == map)
-			rpage_map_put(map);
+		rpage_map_remove(map);
 		ret = -EFAULT;
 	}
-	rpage_map_put(map);
-	return ret;
-
-err:
+out:
 	rpage_map_put(map);
 	return ret;
 }
@@ -246,7 +288,7 @@ long rpage_ioctl_map_stats(struct rpage_file *rfile, void __user *argp)
 		return -EFAULT;
 	if (memchr_inv(arg.reserved, 0, sizeof(arg.reserved)))
 		return -EINVAL;
-	map = rpage_map_get(rfile, arg.map_id);
+	map = rpage_map_get(rfile, arg.map_id, true);
 	if (!map)
 		return -ENOENT;
 	rpage_fault_counters_sum(map->counters, &arg.stats);
@@ -285,7 +327,8 @@ int rpage_mmap(struct file *file, struct vm_area_struct *vma)
 	/* Private (copy-on-write) mappings of remote pages are not offered. */
 	if (!(vma->vm_flags & VM_MAYSHARE))
 		return -EINVAL;
-	map = rpage_map_get(rfile, vma->vm_pgoff >> RPAGE_MAP_ID_SHIFT);
+	/* Named mappings are mapped through their own node only. */
+	map = rpage_map_get(rfile, vma->vm_pgoff >> RPAGE_MAP_ID_SHIFT, false);
 	if (!map)
 		return -EINVAL;
 	first = vma->vm_pgoff - map->pgoff;
@@ -293,6 +336,13 @@ int rpage_mmap(struct file *file, struct vm_area_struct *vma)
 		rpage_map_put(map);
 		return -EINVAL;
 	}
+	rpage_map_vma_init(vma, map);
+	return 0;
+}
+
+/* @vma maps pages of @map, and takes the caller's reference to it. */
+void rpage_map_vma_init(struct vm_area_struct *vma, struct rpage_mapping *map)
+{
 	/*
 	 * The area cannot grow past the mapping (mremap), is left out of
 	 * core dumps (which would fetch every page) and, being special, of
@@ -301,7 +351,6 @@ int rpage_mmap(struct file *file, struct vm_area_struct *vma)
 	rpage_vm_flags_set(vma, VM_DONTEXPAND | VM_DONTDUMP);
 	vma->vm_ops = &rpage_vm_ops;
 	vma->vm_private_data = map;
-	return 0;
 }
 
 /*

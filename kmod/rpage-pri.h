@@ -481,12 +481,20 @@ struct rpage_xfer {
 };
 
 /**
- * struct rpage_mapping - a remote mapping (RPAGE_IOC_MAP)
+ * struct rpage_mapping - a remote mapping (RPAGE_IOC_MAP), or the
+ *	mapping of a named one (RPAGE_IOC_MAP_ADD, rpage-named.c)
  * @ref: held by its file's table (until RPAGE_IOC_UNMAP or close), by
- *	every virtual memory area mapping it and by prefetches in flight.
- * @id: its id; the mmap offset is @id << RPAGE_MAP_ID_SHIFT pages.
+ *	every virtual memory area mapping it and by prefetches in flight;
+ *	for a named one, by the table until RPAGE_IOC_MAP_DEL and by every
+ *	open file of its node.
+ * @id: its id; the mmap offset is @id << RPAGE_MAP_ID_SHIFT pages (a
+ *	named one's node is mapped from offset 0).
  * @owner: the file it was created through; only compared, never used.
- * @f_mapping: the address space of that file, for unmapping pages.
+ *	NULL for a named one.
+ * @inode: a named one's own inode, whose address space every open file
+ *	of its node uses; NULL for the others.
+ * @dead: a named one deleted while in use: every fault raises SIGBUS.
+ * @f_mapping: the address space its areas are in, for unmapping pages.
  * @peer: the peer whose pool it maps, referenced.
  * @pool_id: the pool.
  * @pool_generation: the incarnation of the pool it maps.
@@ -511,6 +519,8 @@ struct rpage_mapping {
 	struct kref ref;
 	u32 id;
 	const struct rpage_file *owner;
+	struct inode *inode;
+	bool dead;
 	struct address_space *f_mapping;
 	struct rpage_peer *peer;
 	u64 pool_id;
@@ -697,7 +707,13 @@ long rpage_ioctl_map(struct rpage_file *rfile, void __user *argp);
 long rpage_ioctl_unmap(struct rpage_file *rfile, void __user *argp);
 long rpage_ioctl_evict(struct rpage_file *rfile, void __user *argp);
 long rpage_ioctl_map_stats(struct rpage_file *rfile, void __user *argp);
-struct rpage_mapping *rpage_map_get(const struct rpage_file *rfile, u64 id);
+struct rpage_mapping *rpage_map_get(const struct rpage_file *rfile, u64 id,
+				    bool named);
+struct rpage_mapping *rpage_map_new(const struct rpage_map *arg);
+int rpage_map_insert(struct rpage_mapping *map);
+void rpage_map_remove(struct rpage_mapping *map);
+void rpage_map_vma_init(struct vm_area_struct *vma, struct rpage_mapping *map);
+int rpage_map_check(const struct rpage_map *arg);
 struct rpage_mapping *rpage_map_get_range(const struct rpage_file *rfile,
 					  u64 id, u64 offset, u64 length);
 void rpage_map_put(struct rpage_mapping *map);
@@ -706,6 +722,13 @@ int rpage_mmap(struct file *file, struct vm_area_struct *vma);
 void rpage_map_wake(struct rpage_mapping *map);
 void rpage_map_xfer_init(struct rpage_mapping *map, struct rpage_xfer *x,
 			 struct rpage_xfer_range *range, bool write);
+
+/* rpage-named.c */
+int rpage_named_init(void);
+void rpage_named_exit(void);
+long rpage_ioctl_map_add(struct rpage_file *rfile, void __user *argp);
+long rpage_ioctl_map_del(struct rpage_file *rfile, void __user *argp);
+long rpage_ioctl_map_list(struct rpage_file *rfile, void __user *argp);
 
 /* rpage-fault.c */
 int rpage_fault_init(void);

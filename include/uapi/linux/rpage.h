@@ -68,6 +68,9 @@ enum {
 	_RPAGE_PEER_FAULT_STATS	= 0x16,
 	_RPAGE_PEER_SET		= 0x17,
 	_RPAGE_PEER_STATUS	= 0x18,
+	_RPAGE_MAP_ADD		= 0x19,
+	_RPAGE_MAP_DEL		= 0x1a,
+	_RPAGE_MAP_LIST		= 0x1b,
 };
 
 /**
@@ -778,6 +781,120 @@ struct rpage_peer_status {
 	__u64 reserved[1];
 };
 
+/*
+ * Named mappings: remote mappings that belong to the host, like peers,
+ * each with a device node /dev/rpage-map/NAME that any process its
+ * owner, group and mode allow may open and mmap(2) (MAP_SHARED, from
+ * offset 0), as QEMU's memory-backend-file does with a path. Every
+ * process that maps a named mapping shares its pages. They are made and
+ * removed with RPAGE_IOC_MAP_ADD and RPAGE_IOC_MAP_DEL, or when the module
+ * unloads; RPAGE_IOC_MAP_STATS, RPAGE_IOC_PREFETCH and RPAGE_IOC_EVICT
+ * take their map_id from any /dev/rpage file.
+ */
+
+/* Where the device nodes of named mappings are, under /dev. */
+#define RPAGE_MAP_NODE_DIR	"rpage-map"
+
+/**
+ * struct rpage_map_add - RPAGE_IOC_MAP_ADD: make a named mapping
+ * @name: in: its name, 1 to RPAGE_NAME_MAX - 1 of [A-Za-z0-9._-],
+ *	NUL-terminated, not "." or ".."; the node is
+ *	/dev/rpage-map/@name.
+ * @peer_id: in: the peer (struct rpage_peer_info.id).
+ * @flags: in: RPAGE_MAP_*.
+ * @pool_id: in: the peer's pool, which must be announced now.
+ * @offset: in: byte offset in the pool, a multiple of the page size.
+ * @length: in: bytes, a non-zero multiple of the page size, within the
+ *	pool, at most RPAGE_MAP_MAX_BYTES; the size lseek(2) reports.
+ * @uid: in: owner of the device node.
+ * @gid: in: group of the device node.
+ * @mode: in: permission bits of the device node, at most 0777.
+ * @reserved0: must be zero.
+ * @map_id: out: its id, for RPAGE_IOC_MAP_STATS, RPAGE_IOC_PREFETCH and
+ *	RPAGE_IOC_EVICT.
+ * @reserved: must be zero.
+ *
+ * The pages behave as those of struct rpage_map: absent at first, read
+ * in the first fault on each, shared by every process that maps the
+ * node. Needs CAP_SYS_ADMIN. Errors: as RPAGE_IOC_MAP, and EINVAL (name,
+ * mode), EEXIST (the name is taken), EPERM, ENOSPC (no device minor
+ * left).
+ */
+struct rpage_map_add {
+	char  name[RPAGE_NAME_MAX];
+	__u32 peer_id;
+	__u32 flags;
+	__u64 pool_id;
+	__u64 offset;
+	__u64 length;
+	__u32 uid;
+	__u32 gid;
+	__u32 mode;
+	__u32 reserved0;
+	__u64 map_id;
+	__u64 reserved[4];
+};
+
+/* struct rpage_map_del.flags: delete even if in use. */
+#define RPAGE_MAP_DEL_FORCE	(1U << 0)
+#define RPAGE_MAP_DEL_FLAGS_ALL	RPAGE_MAP_DEL_FORCE
+
+/**
+ * struct rpage_map_del - RPAGE_IOC_MAP_DEL: remove a named mapping
+ * @name: the mapping.
+ * @flags: RPAGE_MAP_DEL_*.
+ * @reserved0: must be zero.
+ * @reserved: must be zero.
+ *
+ * The node goes at once. A mapping some process has open or mapped is
+ * EBUSY, unless RPAGE_MAP_DEL_FORCE: then every access to a page of it
+ * from then on raises SIGBUS, in every process, and its pages go when
+ * the last area mapping it does. Local changes are not written back:
+ * evict first to keep them. Needs CAP_SYS_ADMIN. Errors: EINVAL,
+ * ENOENT, EBUSY, EPERM.
+ */
+struct rpage_map_del {
+	char  name[RPAGE_NAME_MAX];
+	__u32 flags;
+	__u32 reserved0;
+	__u64 reserved[3];
+};
+
+/**
+ * struct rpage_map_info - one entry of RPAGE_IOC_MAP_LIST
+ * @name: the named mapping.
+ * @peer: its peer's name.
+ * @peer_id: its peer's id.
+ * @flags: RPAGE_MAP_*.
+ * @pool_id: the peer's pool.
+ * @offset: where in the pool it starts, bytes.
+ * @length: bytes.
+ * @map_id: its id.
+ * @pages_local: pages fetched and here: the mapping needs its peer only
+ *	for the others.
+ * @users: open files and mapped areas that hold it, and calls under way.
+ * @uid: owner of its node.
+ * @gid: group of its node.
+ * @mode: permission bits of its node.
+ * @reserved: zero.
+ */
+struct rpage_map_info {
+	char  name[RPAGE_NAME_MAX];
+	char  peer[RPAGE_NAME_MAX];
+	__u32 peer_id;
+	__u32 flags;
+	__u64 pool_id;
+	__u64 offset;
+	__u64 length;
+	__u64 map_id;
+	__u64 pages_local;
+	__u32 users;
+	__u32 uid;
+	__u32 gid;
+	__u32 mode;
+	__u64 reserved[4];
+};
+
 #define RPAGE_IOC_API \
 	_IOWR(RPAGE_IOC_MAGIC, _RPAGE_API, struct rpage_api)
 #define RPAGE_IOC_DEVICE_LIST \
@@ -832,6 +949,13 @@ struct rpage_peer_status {
 #define RPAGE_IOC_PEER_STATUS \
 	_IOWR(RPAGE_IOC_MAGIC, _RPAGE_PEER_STATUS, struct rpage_list)
 
+#define RPAGE_IOC_MAP_ADD \
+	_IOWR(RPAGE_IOC_MAGIC, _RPAGE_MAP_ADD, struct rpage_map_add)
+#define RPAGE_IOC_MAP_DEL \
+	_IOW(RPAGE_IOC_MAGIC, _RPAGE_MAP_DEL, struct rpage_map_del)
+#define RPAGE_IOC_MAP_LIST \
+	_IOWR(RPAGE_IOC_MAGIC, _RPAGE_MAP_LIST, struct rpage_list)
+
 #define RPAGE_API_IOCTLS \
 	((1ULL << _RPAGE_API) | (1ULL << _RPAGE_DEVICE_LIST) | \
 	 (1ULL << _RPAGE_ENDPOINT_ADD) | (1ULL << _RPAGE_ENDPOINT_DEL) | \
@@ -845,6 +969,7 @@ struct rpage_peer_status {
 	 (1ULL << _RPAGE_UNMAP) | (1ULL << _RPAGE_PREFETCH) | \
 	 (1ULL << _RPAGE_EVICT) | (1ULL << _RPAGE_MAP_STATS) | \
 	 (1ULL << _RPAGE_PEER_FAULT_STATS) | (1ULL << _RPAGE_PEER_SET) | \
-	 (1ULL << _RPAGE_PEER_STATUS))
+	 (1ULL << _RPAGE_PEER_STATUS) | (1ULL << _RPAGE_MAP_ADD) | \
+	 (1ULL << _RPAGE_MAP_DEL) | (1ULL << _RPAGE_MAP_LIST))
 
 #endif /* _UAPI_LINUX_RPAGE_H */

@@ -1,0 +1,475 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * rpage: named mappings - remote mappings that belong to the host, each
+ * with a device node, /dev/rpage-map/NAME.
+ *
+ * A VMM takes guest RAM from a path: QEMU's memory-backend-file opens it
+ * and maps it MAP_SHARED from offset 0, and asks its size with lseek().
+ * A named mapping is that path. Like a device-dax node, every open of it
+ * shares one address space (the mapping's own inode, on a small pseudo
+ * file system), so that every process mapping it sees one copy of each
+ * page and an eviction unmaps the page from all of them; the mapping's
+ * liveness is checked at open, at mmap and at every fault. The node's
+ * owner, group and mode say which VMM may open it, so an operator can
+ * hand one VM one pool without handing it /dev/rpage.
+ *
+ * The pages themselves are a struct rpage_mapping's, as for the mappings
+ * of RPAGE_IOC_MAP: the fault path (rpage-fault.c) serves both alike.
+ */
+#include "rpage-pri.h"
+
+#include <linux/cdev.h>
+#include <linux/device.h>
+#include <linux/fs.h>
+#include <linux/mm.h>
+#include <linux/mount.h>
+#include <linux/pseudo_fs.h>
+#include <linux/slab.h>
+#include <linux/uaccess.h>
+
+/* Named mappings at most, one device minor each. */
+#define RPAGE_NAMED_MINORS	4096
+/* Of the pseudo file system their address spaces live on. */
+#define RPAGE_NAMED_FS_MAGIC	0x72706d66	/* "rpmf" */
+
+/**
+ * struct rpage_named - a named mapping and its device node
+ * @dev: its device; frees the structure when the last reference goes.
+ * @entry: link in rpage_named_list.
+ * @map: the mapping, referenced until RPAGE_IOC_MAP_DEL.
+ * @peer_name: its peer's name, for the list.
+ * @uid: owner of the node.
+ * @gid: group of the node.
+ * @mode: permission bits of the node.
+ */
+struct rpage_named {
+	struct device dev;
+	struct list_head entry;
+	struct rpage_mapping *map;
+	char peer_name[RPAGE_NAME_MAX];
+	kuid_t uid;
+	kgid_t gid;
+	umode_t mode;
+};
+
+/* Protects rpage_named_list and rpage_named_minors. */
+static DEFINE_MUTEX(rpage_named_lock);
+static LIST_HEAD(rpage_named_list);
+/* The named mappings by minor, for open(). */
+static DEFINE_XARRAY_ALLOC(rpage_named_minors);
+static dev_t rpage_named_devt;
+static struct cdev rpage_named_cdev;
+static struct vfsmount *rpage_named_mnt;
+
+static int rpage_named_init_fs_context(struct fs_context *fc)
+{
+	return init_pseudo(fc, RPAGE_NAMED_FS_MAGIC) ? 0 : -ENOMEM;
+}
+
+static struct file_system_type rpage_named_fs_type = {
+	.name		= "rpage-map",
+	.init_fs_context = rpage_named_init_fs_context,
+	.kill_sb	= kill_anon_super,
+};
+
+static struct class rpage_named_class = {
+	.name		= RPAGE_MAP_NODE_DIR,
+};
+
+char *rpage_named_devnode(const struct device *dev, umode_t *mode,
+			  kuid_t *uid, kgid_t *gid)
+{
+	const struct rpage_named *n = container_of(dev, struct rpage_named, dev);
+
+	if (mode)
+		*mode = n->mode;
+	if (uid)
+		*uid = n->uid;
+	if (gid)
+		*gid = n->gid;
+	return kasprintf(GFP_KERNEL, RPAGE_MAP_NODE_DIR "/%s", dev_name(dev));
+}
+
+static void rpage_named_release(struct device *dev)
+{
+	kfree(container_of(dev, struct rpage_named, dev));
+}
+
+static const struct device_type rpage_named_type = {
+	.name		= "rpage-map",
+	.devnode	= rpage_named_devnode_cb,
+	.release	= rpage_named_release,
+};
+
+/* Node files: open, mmap, lseek. */
+
+static int rpage_named_open(struct inode *inode, struct file *file)
+{
+	struct rpage_mapping *map = NULL;
+	struct rpage_named *n;
+
+	mutex_lock(&rpage_named_lock);
+	n = xa_load(&rpage_named_minors, iminor(inode));
+	if (n && !READ_ONCE(n->map->dead)) {
+		map = n->map;
+		kref_get(&map->ref);
+	}
+	mutex_unlock(&rpage_named_lock);
+	if (!map)
+		return -ENXIO;
+	file->private_data = map;
+	/* One address space for every open, whatever inode it came by. */
+	file->f_mapping = map->f_mapping;
+	return 0;
+}
+
+static int rpage_named_file_release(struct inode *inode, struct file *file)
+{
+	rpage_map_put(file->private_data);
+	return 0;
+}
+
+static int rpage_named_mmap(struct file *file, struct vm_area_struct *vma)
+{
+	struct rpage_mapping *map = file->private_data;
+
+	if (READ_ONCE(map->dead))
+		return -ENXIO;
+	/* Private (copy-on-write) mappings of remote pages are not offered. */
+	if (!(vma->vm_flags & VM_MAYSHARE))
+		return -EINVAL;
+	if (vma->vm_pgoff >= map->nr_pages ||
+	    vma_pages(vma) > map->nr_pages - vma->vm_pgoff)
+		return -EINVAL;
+	kref_get(&map->ref);
+	rpage_map_vma_init(vma, map);
+	return 0;
+}
+
+/* The size, as QEMU asks it of a character device: lseek(SEEK_END). */
+static loff_t rpage_named_llseek(struct file *file, loff_t offset, int whence)
+{
+	struct rpage_mapping *map = file->private_data;
+
+	return fixed_size_llseek(file, offset, whence,
+				 (loff_t)map->nr_pages << PAGE_SHIFT);
+}
+
+static const struct file_operations rpage_named_fops = {
+	.owner		= THIS_MODULE,
+	.open		= rpage_named_open,
+	.release	= rpage_named_file_release,
+	.mmap		= rpage_named_mmap,
+	.llseek		= rpage_named_llseek,
+};
+
+/* Making and removing them. */
+
+static struct rpage_named *rpage_named_find(const char *name)
+{
+	struct rpage_named *n;
+
+	lockdep_assert_held(&rpage_named_lock);
+	list_for_each_entry(n, &rpage_named_list, entry)
+		if (!strcmp(dev_name(&n->dev), name))
+			return n;
+	return NULL;
+}
+
+static bool rpage_named_name_valid(const char *name)
+{
+	return rpage_name_valid(name) && strcmp(name, ".") && strcmp(name, "..");
+}
+
+static int rpage_named_check(const struct rpage_map_add *arg)
+{
+	const struct rpage_map m = {
+		.flags = arg->flags, .offset = arg->offset, .length = arg->length,
+	};
+
+	if (!rpage_named_name_valid(arg->name) || arg->mode & ~0777U ||
+	    arg->reserved0 || memchr_inv(arg->reserved, 0, sizeof(arg->reserved)))
+		return -EINVAL;
+	if (!uid_valid(make_kuid(current_user_ns(), arg->uid)) ||
+	    !gid_valid(make_kgid(current_user_ns(), arg->gid)))
+		return -EINVAL;
+	return rpage_map_check(&m);
+}
+
+/* The mapping of @arg, with its own inode, not yet in the table. */
+static struct rpage_mapping *rpage_named_map_new(const struct rpage_map_add *arg)
+{
+	const struct rpage_map m = {
+		.peer_id = arg->peer_id, .flags = arg->flags,
+		.pool_id = arg->pool_id, .offset = arg->offset,
+		.length = arg->length,
+	};
+	struct rpage_mapping *map;
+	struct inode *inode;
+
+	map = rpage_map_new(&m);
+	if (IS_ERR(map))
+		return map;
+	inode = alloc_anon_inode(rpage_named_mnt->mnt_sb);
+	if (IS_ERR(inode)) {
+		rpage_map_put(map);
+		return ERR_CAST(inode);
+	}
+	map->inode = inode;
+	map->f_mapping = inode->i_mapping;
+	return map;
+}
+
+/* Frees @n before it was ever added as a device. */
+static void rpage_named_abort(struct rpage_named *n)
+{
+	rpage_map_put(n->map);
+	put_device(&n->dev);
+}
+
+long rpage_ioctl_map_add(struct rpage_file *rfile, void __user *argp)
+{
+	struct rpage_map_add __user *uarg = argp;
+	struct rpage_map_add arg;
+	struct rpage_named *n;
+	u32 minor;
+	int ret;
+
+	if (copy_from_user(&arg, argp, sizeof(arg)))
+		return -EFAULT;
+	ret = rpage_named_check(&arg);
+	if (ret)
+		return ret;
+
+	n = kzalloc(sizeof(*n), GFP_KERNEL);
+	if (!n)
+		return -ENOMEM;
+	device_initialize(&n->dev);
+	n->dev.class = &rpage_named_class;
+	n->dev.type = &rpage_named_type;
+	INIT_LIST_HEAD(&n->entry);
+	n->uid = make_kuid(current_user_ns(), arg.uid);
+	n->gid = make_kgid(current_user_ns(), arg.gid);
+	n->mode = arg.mode;
+	ret = dev_set_name(&n->dev, "%s", arg.name);
+	if (ret) {
+		put_device(&n->dev);
+		return ret;
+	}
+	n->map = rpage_named_map_new(&arg);
+	if (IS_ERR(n->map)) {
+		ret = PTR_ERR(n->map);
+		n->map = NULL;
+		put_device(&n->dev);
+		return ret;
+	}
+	strscpy(n->peer_name, n->map->peer->name, sizeof(n->peer_name));
+
+	mutex_lock(&rpage_named_lock);
+	if (rpage_named_find(arg.name)) {
+		ret = -EEXIST;
+		goto err_unlock;
+	}
+	ret = xa_alloc(&rpage_named_minors, &minor, n,
+		       XA_LIMIT(0, RPAGE_NAMED_MINORS - 1), GFP_KERNEL);
+	if (ret)
+		goto err_unlock;
+	n->dev.devt = MKDEV(MAJOR(rpage_named_devt), minor);
+	ret = rpage_map_insert(n->map);
+	if (ret)
+		goto err_minor;
+	ret = device_add(&n->dev);
+	if (ret)
+		goto err_table;
+	list_add_tail(&n->entry, &rpage_named_list);
+	arg.map_id = n->map->id;
+	mutex_unlock(&rpage_named_lock);
+	pr_info("map %s: peer %s pool %llu, %llu bytes at %llu, node /dev/%s/%s\n",
+		arg.name, n->peer_name, arg.pool_id, arg.length, arg.offset,
+		RPAGE_MAP_NODE_DIR, arg.name);
+	/* Made; a caller that cannot read the id finds it in the list. */
+	return put_user(arg.map_id, &uarg->map_id) ? -EFAULT : 0;
+
+err_table:
+	rpage_map_remove(n->map);
+err_minor:
+	xa_erase(&rpage_named_minors, minor);
+err_unlock:
+	mutex_unlock(&rpage_named_lock);
+	rpage_named_abort(n);
+	return ret;
+}
+
+/*
+ * Takes @n down: no new open, no node; with @force, every fault from
+ * now on raises SIGBUS and every page goes from every process's page
+ * tables. The caller took it off the list and holds rpage_named_lock.
+ */
+static void rpage_named_remove(struct rpage_named *n, bool force)
+{
+	struct rpage_mapping *map = n->map;
+
+	lockdep_assert_held(&rpage_named_lock);
+	xa_erase(&rpage_named_minors, MINOR(n->dev.devt));
+	if (force) {
+		WRITE_ONCE(map->dead, true);
+		/* The next access to any page faults, and finds it dead. */
+		unmap_mapping_range(map->f_mapping, 0, 0, 1);
+	}
+	rpage_map_remove(map);
+	device_del(&n->dev);
+	pr_info("map %s: deleted%s\n", dev_name(&n->dev),
+		force ? " by force" : "");
+	rpage_map_put(map);
+	put_device(&n->dev);
+}
+
+/*
+ * In use: opened or mapped by some process, or a call is under way on
+ * it. The table and this list hold one reference each.
+ */
+static bool rpage_named_busy(const struct rpage_named *n)
+{
+	return kref_read(&n->map->ref) > 2;
+}
+
+long rpage_ioctl_map_del(struct rpage_file *rfile, void __user *argp)
+{
+	struct rpage_map_del arg;
+	struct rpage_named *n;
+	bool force;
+
+	if (copy_from_user(&arg, argp, sizeof(arg)))
+		return -EFAULT;
+	if (arg.flags & ~RPAGE_MAP_DEL_FLAGS_ALL || arg.reserved0 ||
+	    memchr_inv(arg.reserved, 0, sizeof(arg.reserved)) ||
+	    !rpage_named_name_valid(arg.name))
+		return -EINVAL;
+	force = arg.flags & RPAGE_MAP_DEL_FORCE;
+
+	mutex_lock(&rpage_named_lock);
+	n = rpage_named_find(arg.name);
+	if (!n) {
+		mutex_unlock(&rpage_named_lock);
+		return -ENOENT;
+	}
+	/* Opens take their reference under the lock: no new user slips in. */
+	if (!force && rpage_named_busy(n)) {
+		mutex_unlock(&rpage_named_lock);
+		return -EBUSY;
+	}
+	list_del(&n->entry);
+	rpage_named_remove(n, force);
+	mutex_unlock(&rpage_named_lock);
+	return 0;
+}
+
+/* Pages of @map that are here. */
+static u64 rpage_named_pages_local(struct rpage_mapping *map)
+{
+	XA_STATE(xas, &map->pages, 0);
+	u64 nr = 0;
+	void *entry;
+
+	rcu_read_lock();
+	xas_for_each(&xas, entry, ULONG_MAX) {
+		if (xas_retry(&xas, entry))
+			continue;
+		if (!xa_is_value(entry))
+			nr++;
+		if (need_resched()) {
+			xas_pause(&xas);
+			rcu_read_unlock();
+			cond_resched();
+			rcu_read_lock();
+		}
+	}
+	rcu_read_unlock();
+	return nr;
+}
+
+static u32 rpage_named_fill(void *entries, u32 filled, void *ctx)
+{
+	struct rpage_map_info *infos = entries;
+	struct rpage_named *n;
+	u32 count = 0;
+
+	list_for_each_entry(n, &rpage_named_list, entry) {
+		if (count < filled) {
+			struct rpage_map_info *info = &infos[count];
+			struct rpage_mapping *map = n->map;
+
+			strscpy(info->name, dev_name(&n->dev), sizeof(info->name));
+			strscpy(info->peer, n->peer_name, sizeof(info->peer));
+			info->peer_id = map->peer->id;
+			info->flags = map->flags;
+			info->pool_id = map->pool_id;
+			info->offset = map->pool_offset;
+			info->length = (u64)map->nr_pages << PAGE_SHIFT;
+			info->map_id = map->id;
+			info->pages_local = rpage_named_pages_local(map);
+			info->users = kref_read(&map->ref) - 2;
+			info->uid = from_kuid_munged(current_user_ns(), n->uid);
+			info->gid = from_kgid_munged(current_user_ns(), n->gid);
+			info->mode = n->mode;
+		}
+		count++;
+	}
+	return count;
+}
+
+long rpage_ioctl_map_list(struct rpage_file *rfile, void __user *argp)
+{
+	return rpage_list_answer(argp, sizeof(struct rpage_map_info),
+				 &rpage_named_lock, rpage_named_fill, NULL);
+}
+
+int rpage_named_init(void)
+{
+	int ret;
+
+	rpage_named_mnt = kern_mount(&rpage_named_fs_type);
+	if (IS_ERR(rpage_named_mnt))
+		return PTR_ERR(rpage_named_mnt);
+	ret = alloc_chrdev_region(&rpage_named_devt, 0, RPAGE_NAMED_MINORS,
+				  RPAGE_MAP_NODE_DIR);
+	if (ret)
+		goto err_mnt;
+	cdev_init(&rpage_named_cdev, &rpage_named_fops);
+	rpage_named_cdev.owner = THIS_MODULE;
+	ret = cdev_add(&rpage_named_cdev, rpage_named_devt, RPAGE_NAMED_MINORS);
+	if (ret)
+		goto err_region;
+	ret = class_register(&rpage_named_class);
+	if (ret)
+		goto err_cdev;
+	return 0;
+
+err_cdev:
+	cdev_del(&rpage_named_cdev);
+err_region:
+	unregister_chrdev_region(rpage_named_devt, RPAGE_NAMED_MINORS);
+err_mnt:
+	kern_unmount(rpage_named_mnt);
+	return ret;
+}
+
+/*
+ * The module is going: no file of a node is open (each holds the
+ * module), so no area maps one either; every named mapping goes.
+ */
+void rpage_named_exit(void)
+{
+	struct rpage_named *n, *tmp;
+
+	mutex_lock(&rpage_named_lock);
+	list_for_each_entry_safe(n, tmp, &rpage_named_list, entry) {
+		list_del(&n->entry);
+		rpage_named_remove(n, false);
+	}
+	mutex_unlock(&rpage_named_lock);
+	class_unregister(&rpage_named_class);
+	cdev_del(&rpage_named_cdev);
+	unregister_chrdev_region(rpage_named_devt, RPAGE_NAMED_MINORS);
+	kern_unmount(rpage_named_mnt);
+}
