@@ -16,7 +16,7 @@
 VERSION := $(shell cat VERSION)
 # librpage's ABI: MAJOR changes only if a released symbol breaks.
 ABI_MAJOR := 1
-ABI_VERSION := $(ABI_MAJOR).2.0
+ABI_VERSION := $(ABI_MAJOR).3.0
 
 # The running kernel's build dir; where there is none (a host that
 # cannot load modules), the newest installed Debian headers.
@@ -46,7 +46,7 @@ RPAGECTL := $(O_USER)/rpagectl
 
 LIB_SRCS := ulib/librpage.c
 CTL_SRCS := ulib/rpagectl.c ulib/rpagectl-config.c ulib/rpagectl-pool.c \
-	ulib/rpagectl-stat.c ulib/rpagectl-json.c
+	ulib/rpagectl-stat.c ulib/rpagectl-json.c ulib/rpagectl-map.c
 CTL_OBJS := $(patsubst ulib/%.c,$(O_USER)/%.o,$(CTL_SRCS))
 LIB_HDRS := ulib/librpage.h include/uapi/linux/rpage.h
 

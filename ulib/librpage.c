@@ -175,6 +175,21 @@ RPAGE_EXPORT int rpage_peer_status(int fd, struct rpage_list *list)
 	return rpage_ioctl(fd, RPAGE_IOC_PEER_STATUS, list);
 }
 
+RPAGE_EXPORT int rpage_map_add(int fd, struct rpage_map_add *add)
+{
+	return rpage_ioctl(fd, RPAGE_IOC_MAP_ADD, add);
+}
+
+RPAGE_EXPORT int rpage_map_del(int fd, const struct rpage_map_del *del)
+{
+	return rpage_ioctl(fd, RPAGE_IOC_MAP_DEL, (void *)del);
+}
+
+RPAGE_EXPORT int rpage_map_list(int fd, struct rpage_list *list)
+{
+	return rpage_ioctl(fd, RPAGE_IOC_MAP_LIST, list);
+}
+
 /* RPAGE_IOC_UNMAP of @map_id: 0 or -errno. */
 static int map_id_destroy(int fd, __u64 map_id)
 {

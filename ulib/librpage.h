@@ -159,6 +159,16 @@ int rpage_peer_set(int fd, const struct rpage_peer_set *set);
 int rpage_peer_status(int fd, struct rpage_list *list);
 
 /*
+ * RPAGE_IOC_MAP_ADD, RPAGE_IOC_MAP_DEL, RPAGE_IOC_MAP_LIST: named
+ * mappings, which belong to the host and appear as device nodes
+ * /dev/rpage-map/NAME; @add->map_id is filled in; the list's entries are
+ * struct rpage_map_info.
+ */
+int rpage_map_add(int fd, struct rpage_map_add *add);
+int rpage_map_del(int fd, const struct rpage_map_del *del);
+int rpage_map_list(int fd, struct rpage_list *list);
+
+/*
  * The latency below which @pct percent (0 < @pct <= 100) of the counts
  * of the log2 histogram @hist (@buckets buckets, 1 to 64, laid out as
  * struct rpage_stats.latency) fall, as the upper bound of the bucket

@@ -313,6 +313,7 @@ static const struct rpagectl_object objects[] = {
 	{ "endpoint", cmd_endpoint, "addresses rpage.ko accepts peers' connections on" },
 	{ "peer",     cmd_peer,     "hosts rpage.ko connects to, and their state" },
 	{ "pool",     cmd_pool,     "memory this host exports to its peers, and theirs" },
+	{ "map",      cmd_map,      "named mappings of peers' pools, opened by path" },
 	{ "read",     cmd_read,     "copy pages of a peer's pool to a file" },
 	{ "write",    cmd_write,    "copy a file into pages of a peer's pool" },
 	{ "stat",     cmd_stat,     "counters and latency of reads, writes and faults" },

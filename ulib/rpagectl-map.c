@@ -1,0 +1,460 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * rpagectl map: named mappings, the host's remote mappings that a VMM
+ * opens by path (/dev/rpage-map/NAME).
+ *
+ *   rpagectl map add NAME peer PEER pool ID [ offset O ] [ length L ]
+ *                    [ owner USER ] [ group GROUP ] [ mode MODE ] [ readahead ]
+ *   rpagectl map del NAME [ force ]
+ *   rpagectl map pull NAME [ depth D ] [ wait ]
+ *   rpagectl map [ show [ NAME ] ]
+ */
+#include <errno.h>
+#include <grp.h>
+#include <inttypes.h>
+#include <pwd.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "rpagectl.h"
+
+static void map_usage(void)
+{
+	puts("Usage: rpagectl map add NAME peer PEER pool ID [ offset OFFSET ] [ length LENGTH ]\n"
+	     "                    [ owner USER ] [ group GROUP ] [ mode MODE ] [ readahead ]\n"
+	     "       rpagectl map del NAME [ force ]\n"
+	     "       rpagectl map pull NAME [ depth DEPTH ] [ wait ]\n"
+	     "       rpagectl map [ show [ NAME ] ]\n"
+	     "NAME := 1 to 63 of [A-Za-z0-9._-]: the node is /dev/" RPAGE_MAP_NODE_DIR "/NAME\n"
+	     "OFFSET, LENGTH := bytes, multiples of the page size; K, M or G may follow\n"
+	     "                  (LENGTH: the rest of the pool by default)\n"
+	     "USER, GROUP := a name or a number (root by default); MODE := octal (0600)\n"
+	     "DEPTH := READs in flight, 1 to 256 (32 by default)");
+}
+
+/* What the module takes as a name: the node's name under /dev/rpage-map. */
+static bool map_name_valid(const char *name)
+{
+	size_t len = strlen(name);
+
+	return len && len < RPAGE_NAME_MAX &&
+	       strspn(name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+			    "0123456789._-") == len &&
+	       strcmp(name, ".") && strcmp(name, "..");
+}
+
+/* A user or group, by name or number, into @id; 0 or a usage error. */
+static int parse_owner(const char *subject, const char *what, const char *text,
+		       bool group, __u32 *id)
+{
+	char *end;
+	unsigned long v;
+
+	errno = 0;
+	v = strtoul(text, &end, 10);
+	if (*text && !*end && !errno && v < UINT32_MAX) {
+		*id = v;
+		return 0;
+	}
+	if (group) {
+		struct group *gr = getgrnam(text);
+
+		if (gr) {
+			*id = gr->gr_gid;
+			return 0;
+		}
+	} else {
+		struct passwd *pw = getpwnam(text);
+
+		if (pw) {
+			*id = pw->pw_uid;
+			return 0;
+		}
+	}
+	return usage_error("%s: %s '%s': no such %s", subject, what, text,
+			   group ? "group" : "user");
+}
+
+/* The length of @peer's pool @id, as it announced it; 0 if unknown. */
+static uint64_t remote_pool_length(int fd, const char *peer, uint64_t id)
+{
+	struct rpage_remote_pool_info *infos;
+	void *buf = NULL;
+	uint64_t length = 0;
+	int count;
+
+	count = fetch_list(fd, rpage_remote_pool_list, sizeof(*infos), &buf);
+	infos = buf;
+	for (int i = 0; i < count; i++)
+		if (!strncmp(infos[i].peer, peer, sizeof(infos[i].peer)) &&
+		    infos[i].id == id)
+			length = infos[i].length;
+	free(buf);
+	return length;
+}
+
+static const char *map_add_words(int err)
+{
+	switch (err) {
+	case EEXIST:
+		return "a named mapping with this name exists";
+	case ENOENT:
+		return "the peer does not announce this pool (rpagectl pool show remote)";
+	case ERANGE:
+		return "offset and length go beyond the pool";
+	case E2BIG:
+		return "longer than a mapping may be";
+	case ENOTCONN:
+		return "the peer is unreachable (rpagectl peer show)";
+	case ENOSPC:
+		return "no room for another named mapping";
+	}
+	return NULL;
+}
+
+struct map_add_args {
+	const char *peer;
+	const char *pool_text;
+	const char *offset_text;
+	const char *length_text;
+	struct rpage_map_add add;
+};
+
+/* The words after NAME of `map add`, into @a; 0 or a usage error. */
+static int map_add_parse(const char *subject, int argc, char **argv,
+			 struct map_add_args *a)
+{
+	uint64_t v;
+	int ret;
+
+	for (int i = 0; i < argc; i++) {
+		const char *key = argv[i];
+
+		if (matches(key, "readahead")) {
+			a->add.flags |= RPAGE_MAP_READAHEAD;
+			continue;
+		}
+		if (i + 1 >= argc)
+			return usage_error("%s: '%s' needs a value", subject, key);
+		const char *val = argv[++i];
+
+		if (matches(key, "peer")) {
+			ret = check_peer_name(subject, val);
+			if (ret)
+				return ret;
+			a->peer = val;
+		} else if (matches(key, "pool")) {
+			ret = parse_pool_id(subject, val, &v);
+			if (ret)
+				return ret;
+			a->add.pool_id = v;
+			a->pool_text = val;
+		} else if (matches(key, "offset")) {
+			ret = parse_bytes(subject, "offset", val, true, &v);
+			if (ret)
+				return ret;
+			a->add.offset = v;
+			a->offset_text = val;
+		} else if (matches(key, "length")) {
+			ret = parse_bytes(subject, "length", val, false, &v);
+			if (ret)
+				return ret;
+			a->add.length = v;
+			a->length_text = val;
+		} else if (matches(key, "owner")) {
+			ret = parse_owner(subject, "owner", val, false, &a->add.uid);
+			if (ret)
+				return ret;
+		} else if (matches(key, "group")) {
+			ret = parse_owner(subject, "group", val, true, &a->add.gid);
+			if (ret)
+				return ret;
+		} else if (matches(key, "mode")) {
+			char *end;
+			unsigned long mode = strtoul(val, &end, 8);
+
+			if (!*val || *end || mode > 0777)
+				return usage_error("%s: mode '%s': want octal permission bits, at most 0777",
+						   subject, val);
+			a->add.mode = mode;
+		} else {
+			return usage_error("%s: unexpected argument '%s'", subject, key);
+		}
+	}
+	if (!a->peer)
+		return usage_error("%s: missing 'peer PEER'", subject);
+	if (!a->pool_text)
+		return usage_error("%s: missing 'pool ID'", subject);
+	return 0;
+}
+
+static int map_add(int argc, char **argv)
+{
+	const char *what = "map add";
+	struct map_add_args a = { .add.mode = 0600 };
+	char subject[RPAGE_NAME_MAX + 16];
+	uint64_t pool_length;
+	int fd, ret;
+
+	if (argc < 1)
+		return usage_error("%s: missing NAME", what);
+	snprintf(subject, sizeof(subject), "%s %s", what, argv[0]);
+	if (!map_name_valid(argv[0]))
+		return usage_error("%s: NAME '%s' must be 1 to 63 of [A-Za-z0-9._-], not . or ..",
+				   what, argv[0]);
+	strcpy(a.add.name, argv[0]);
+	ret = map_add_parse(subject, argc - 1, argv + 1, &a);
+	if (ret)
+		return ret;
+
+	fd = open_device(NULL);
+	if (fd < 0)
+		return 1;
+	ret = find_peer_id(fd, a.peer, &a.add.peer_id);
+	if (ret) {
+		close(fd);
+		return fail_cmd(what, argv[0], -ret,
+				ret == -ENOENT ? "no such peer" : NULL);
+	}
+	if (!a.length_text) {
+		pool_length = remote_pool_length(fd, a.peer, a.add.pool_id);
+		if (!pool_length) {
+			close(fd);
+			return fail_cmd(what, argv[0], ENOENT, map_add_words(ENOENT));
+		}
+		if (a.add.offset >= pool_length) {
+			close(fd);
+			return fail_cmd(what, argv[0], ERANGE, map_add_words(ERANGE));
+		}
+		a.add.length = pool_length - a.add.offset;
+	}
+	ret = rpage_map_add(fd, &a.add);
+	close(fd);
+	if (!ret)
+		return 0;
+	return fail_cmd(what, argv[0], -ret, map_add_words(-ret));
+}
+
+static int map_del(int argc, char **argv)
+{
+	const char *what = "map del";
+	struct rpage_map_del del;
+	const char *words = NULL;
+	int fd, ret;
+
+	if (argc < 1)
+		return usage_error("%s: missing NAME", what);
+	memset(&del, 0, sizeof(del));
+	if (!map_name_valid(argv[0]))
+		return usage_error("%s: NAME '%s' must be 1 to 63 of [A-Za-z0-9._-], not . or ..",
+				   what, argv[0]);
+	strcpy(del.name, argv[0]);
+	for (int i = 1; i < argc; i++) {
+		if (!matches(argv[i], "force"))
+			return usage_error("%s %s: unexpected argument '%s'", what,
+					   argv[0], argv[i]);
+		del.flags |= RPAGE_MAP_DEL_FORCE;
+	}
+	fd = open_device(NULL);
+	if (fd < 0)
+		return 1;
+	ret = rpage_map_del(fd, &del);
+	close(fd);
+	if (!ret)
+		return 0;
+	if (ret == -ENOENT)
+		words = "no such named mapping";
+	else if (ret == -EBUSY)
+		words = "in use: a process has it open or mapped ('force' makes its further accesses SIGBUS)";
+	return fail_cmd(what, argv[0], -ret, words);
+}
+
+/* The named mapping @name, into @info; 0 or -errno. */
+static int map_find(int fd, const char *name, struct rpage_map_info *info)
+{
+	struct rpage_map_info *infos;
+	void *buf = NULL;
+	int count, ret = -ENOENT;
+
+	count = fetch_list(fd, rpage_map_list, sizeof(*infos), &buf);
+	infos = buf;
+	if (count < 0)
+		return count;
+	for (int i = 0; i < count; i++) {
+		if (!strncmp(infos[i].name, name, sizeof(infos[i].name))) {
+			*info = infos[i];
+			ret = 0;
+			break;
+		}
+	}
+	free(buf);
+	return ret;
+}
+
+/*
+ * map pull NAME [depth D] [wait]: fetches every page not here yet, in
+ * the background (demand faults first), or waiting with 'wait'; once
+ * all are here the mapping needs its peer no more.
+ */
+static int map_pull(int argc, char **argv)
+{
+	const char *what = "map pull";
+	struct rpage_map_info info;
+	struct rpage_prefetch pf;
+	char subject[RPAGE_NAME_MAX + 16];
+	uint64_t depth = 0;
+	bool wait = false;
+	int fd, ret;
+
+	if (argc < 1)
+		return usage_error("%s: missing NAME", what);
+	snprintf(subject, sizeof(subject), "%s %s", what, argv[0]);
+	for (int i = 1; i < argc; i++) {
+		if (matches(argv[i], "wait")) {
+			wait = true;
+		} else if (matches(argv[i], "depth") && i + 1 < argc) {
+			char *end;
+
+			depth = strtoull(argv[++i], &end, 10);
+			if (!*argv[i] || *end || !depth || depth > RPAGE_PREFETCH_DEPTH_MAX)
+				return usage_error("%s: depth '%s': want 1 to %d", subject,
+						   argv[i], RPAGE_PREFETCH_DEPTH_MAX);
+		} else {
+			return usage_error("%s: unexpected argument '%s'", subject, argv[i]);
+		}
+	}
+	fd = open_device(NULL);
+	if (fd < 0)
+		return 1;
+	ret = map_find(fd, argv[0], &info);
+	if (ret) {
+		close(fd);
+		return fail_cmd(what, argv[0], -ret,
+				ret == -ENOENT ? "no such named mapping" : NULL);
+	}
+	memset(&pf, 0, sizeof(pf));
+	pf.map_id = info.map_id;
+	pf.depth = depth;
+	pf.length = info.length;
+	pf.flags = wait ? RPAGE_PREFETCH_WAIT : 0;
+	ret = rpage_map_prefetch(fd, &pf);
+	close(fd);
+	if (ret)
+		return fail_cmd(what, argv[0], -ret, NULL);
+	if (wait && pf.failed) {
+		fail("%s: %" PRIu64 " of %" PRIu64 " pages could not be read",
+		     subject, (uint64_t)pf.failed, (uint64_t)pf.queued);
+		return 1;
+	}
+	return 0;
+}
+
+static void map_print(struct json_writer *jw, const struct rpage_map_info *m)
+{
+	char node[RPAGE_NAME_MAX + 32], local[64], mode[16];
+
+	snprintf(node, sizeof(node), "/dev/" RPAGE_MAP_NODE_DIR "/%s", m->name);
+	snprintf(local, sizeof(local), "%" PRIu64 "/%" PRIu64,
+		 (uint64_t)m->pages_local, (uint64_t)m->length / page_size());
+	snprintf(mode, sizeof(mode), "0%o", m->mode);
+
+	if (jw)
+		json_open_object(jw, NULL);
+	print_str(jw, "name", NULL, m->name);
+	print_u64(jw, "id", "id", m->map_id);
+	print_str(jw, "peer", "peer", m->peer);
+	print_u64(jw, "pool", "pool", m->pool_id);
+	print_u64(jw, "offset", "offset", m->offset);
+	print_u64(jw, "length", "length", m->length);
+	if (jw) {
+		json_uint(jw, "pages_local", m->pages_local);
+		json_uint(jw, "pages", m->length / page_size());
+	} else {
+		printf(" local %s", local);
+	}
+	print_u64(jw, "users", "users", m->users);
+	/* Once every page is here, the peer and its pool may go. */
+	print_str(jw, "depends", "depends",
+		  m->pages_local < m->length / page_size() ? "yes" : "no");
+	print_str(jw, "readahead", "readahead",
+		  m->flags & RPAGE_MAP_READAHEAD ? "on" : "off");
+	if (!jw)
+		printf("\n   ");
+	print_str(jw, "node", "node", node);
+	print_u64(jw, "uid", "uid", m->uid);
+	print_u64(jw, "gid", "gid", m->gid);
+	print_str(jw, "mode", "mode", mode);
+	if (jw)
+		json_close_object(jw);
+	else
+		putchar('\n');
+}
+
+static int map_show(const char *name)
+{
+	struct rpage_map_info *infos;
+	struct json_writer jw;
+	bool found = false;
+	void *buf = NULL;
+	int fd, count;
+
+	fd = open_device(NULL);
+	if (fd < 0)
+		return 1;
+	count = fetch_list(fd, rpage_map_list, sizeof(*infos), &buf);
+	close(fd);
+	infos = buf;
+	if (count < 0)
+		return fail_cmd("map show", name, -count, NULL);
+	if (opt_json) {
+		json_init(&jw, stdout, opt_pretty);
+		json_open_array(&jw, NULL);
+	}
+	for (int i = 0; i < count; i++) {
+		infos[i].name[sizeof(infos[i].name) - 1] = '\0';
+		infos[i].peer[sizeof(infos[i].peer) - 1] = '\0';
+		if (name && strcmp(infos[i].name, name))
+			continue;
+		found = true;
+		map_print(opt_json ? &jw : NULL, &infos[i]);
+	}
+	if (opt_json) {
+		json_close_array(&jw);
+		json_finish(&jw);
+	}
+	free(infos);
+	if (name && !found)
+		return fail_cmd("map show", name, ENOENT, "no such named mapping");
+	return 0;
+}
+
+enum { MAP_ADD, MAP_DEL, MAP_PULL, MAP_SHOW, MAP_HELP };
+
+static const char *const map_commands[] = {
+	[MAP_ADD] = "add", [MAP_DEL] = "del", [MAP_PULL] = "pull",
+	[MAP_SHOW] = "show", [MAP_HELP] = "help", NULL,
+};
+
+int cmd_map(int argc, char **argv)
+{
+	int cmd = argc > 0 ? find_command(argv[0], map_commands) : MAP_SHOW;
+
+	if (cmd < 0)
+		return usage_error("map: unknown command '%s'", argv[0]);
+	switch (cmd) {
+	case MAP_HELP:
+		map_usage();
+		return 0;
+	case MAP_ADD:
+		return map_add(argc - 1, argv + 1);
+	case MAP_DEL:
+		return map_del(argc - 1, argv + 1);
+	case MAP_PULL:
+		return map_pull(argc - 1, argv + 1);
+	}
+	if (argc > 2)
+		return usage_error("map show %s: unexpected argument '%s'", argv[1],
+				   argv[2]);
+	return map_show(argc > 1 ? argv[1] : NULL);
+}
