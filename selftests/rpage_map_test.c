@@ -1356,4 +1356,118 @@ TEST_F_TIMEOUT(map, stats_report_the_counters, 120)
 	EXPECT_EQ(33, hist_sum(after.stats.latency) - hist_sum(before.stats.latency));
 }
 
+/* A named mapping of all of @pool, called @name, root's, mode 0600. */
+static struct rpage_map_add named_add(FIXTURE_DATA(map) *self, const char *name,
+				      __u64 pool, uint64_t length)
+{
+	struct rpage_map_add add = {
+		.peer_id = self->peer_id, .pool_id = pool, .length = length,
+		.mode = 0600,
+	};
+
+	snprintf(add.name, sizeof(add.name), "%s", name);
+	return add;
+}
+
+static int named_del(int fd, const char *name, __u32 flags)
+{
+	struct rpage_map_del del = { .flags = flags };
+
+	snprintf(del.name, sizeof(del.name), "%s", name);
+	return rpage_map_del(fd, &del);
+}
+
+TEST_F_TIMEOUT(map, named_map_rejects_bad_arguments, 120)
+{
+	const uint64_t size = 16 * page;
+	struct rpage_map_add add;
+	struct rpage_map_del del;
+	static const char *const bad_names[] = {
+		"", ".", "..", "a/b", "a b", "caf\xc3\xa9", "x\n",
+	};
+	pid_t pid;
+	int status;
+
+	NEED_PEER();
+	make_pool(_metadata, self, POOL_A, 16, RPAGE_POOL_WRITABLE);
+	named_del(self->fd, "t-named", RPAGE_MAP_DEL_FORCE);
+
+	for (size_t i = 0; i < sizeof(bad_names) / sizeof(bad_names[0]); i++) {
+		add = named_add(self, bad_names[i], POOL_A, size);
+		EXPECT_EQ(-EINVAL, rpage_map_add(self->fd, &add)) {
+			TH_LOG("name '%s' taken", bad_names[i]);
+		}
+	}
+	/* A name of RPAGE_NAME_MAX bytes has no room for its NUL. */
+	add = named_add(self, "x", POOL_A, size);
+	memset(add.name, 'x', sizeof(add.name));
+	EXPECT_EQ(-EINVAL, rpage_map_add(self->fd, &add));
+	add = named_add(self, "t-named", POOL_A, size);
+	add.mode = 01777;
+	EXPECT_EQ(-EINVAL, rpage_map_add(self->fd, &add));
+	add = named_add(self, "t-named", POOL_A, size);
+	add.reserved0 = 1;
+	EXPECT_EQ(-EINVAL, rpage_map_add(self->fd, &add));
+	for (int r = 0; r < 4; r++) {
+		add = named_add(self, "t-named", POOL_A, size);
+		add.reserved[r] = 1;
+		EXPECT_EQ(-EINVAL, rpage_map_add(self->fd, &add));
+	}
+	add = named_add(self, "t-named", POOL_A, size);
+	add.flags = ~RPAGE_MAP_FLAGS_ALL;
+	EXPECT_EQ(-EINVAL, rpage_map_add(self->fd, &add));
+	add = named_add(self, "t-named", POOL_A, size - 1);
+	EXPECT_EQ(-EINVAL, rpage_map_add(self->fd, &add));
+	add = named_add(self, "t-named", POOL_A, size + page);
+	EXPECT_EQ(-ERANGE, rpage_map_add(self->fd, &add));
+	add = named_add(self, "t-named", POOL_NONE, size);
+	EXPECT_EQ(-ENOENT, rpage_map_add(self->fd, &add));
+	add = named_add(self, "t-named", POOL_A, size);
+	add.peer_id = PEER_ID_NONE;
+	EXPECT_EQ(-ENOENT, rpage_map_add(self->fd, &add));
+	EXPECT_EQ(-EFAULT, ioctl(self->fd, RPAGE_IOC_MAP_ADD, NULL) ? -errno : 0);
+
+	/* The good one; then the name is taken. */
+	add = named_add(self, "t-named", POOL_A, size);
+	ASSERT_EQ(0, rpage_map_add(self->fd, &add));
+	EXPECT_NE(0, add.map_id);
+	add = named_add(self, "t-named", POOL_A, size);
+	EXPECT_EQ(-EEXIST, rpage_map_add(self->fd, &add));
+
+	/* Its id serves the stats; UNMAP through a file never takes it. */
+	struct rpage_map_stats st = { .map_id = add.map_id };
+	struct rpage_unmap unmap = { .map_id = add.map_id };
+
+	EXPECT_EQ(0, rpage_map_stats(self->fd, &st));
+	EXPECT_EQ(-ENOENT, rpage_map_destroy(self->fd, &unmap));
+
+	/* Deleting: bad input first, then the good one, then it is gone. */
+	EXPECT_EQ(-EINVAL, named_del(self->fd, "t-named", 0x2));
+	del = (struct rpage_map_del) { .reserved0 = 1 };
+	strcpy(del.name, "t-named");
+	EXPECT_EQ(-EINVAL, rpage_map_del(self->fd, &del));
+	del = (struct rpage_map_del) { .reserved = { 1 } };
+	strcpy(del.name, "t-named");
+	EXPECT_EQ(-EINVAL, rpage_map_del(self->fd, &del));
+	EXPECT_EQ(-ENOENT, named_del(self->fd, "t-none", 0));
+
+	/* Without CAP_SYS_ADMIN: EPERM, on a file root opened. */
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (pid == 0) {
+		struct rpage_map_add a = named_add(self, "t-other", POOL_A, size);
+
+		if (setresgid(65534, 65534, 65534) || setresuid(65534, 65534, 65534))
+			_exit(2);
+		_exit(rpage_map_add(self->fd, &a) == -EPERM &&
+		      named_del(self->fd, "t-named", RPAGE_MAP_DEL_FORCE) == -EPERM ? 0 : 1);
+	}
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+
+	EXPECT_EQ(0, named_del(self->fd, "t-named", 0));
+	EXPECT_EQ(-ENOENT, named_del(self->fd, "t-named", 0));
+	EXPECT_EQ(-ENOENT, rpage_map_stats(self->fd, &st));
+}
+
 TEST_HARNESS_MAIN

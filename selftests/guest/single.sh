@@ -100,5 +100,6 @@ tap_end
 
 . "$RPAGE_REPO/selftests/guest/conn-single.sh"
 . "$RPAGE_REPO/selftests/guest/pool-single.sh"
+. "$RPAGE_REPO/selftests/guest/named-single.sh"
 
 exit 0

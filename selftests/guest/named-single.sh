@@ -1,0 +1,209 @@
+# SPDX-License-Identifier: GPL-2.0
+#
+# Named mappings in one guest: `rpagectl map add` makes a host-owned
+# mapping of the peer self's pool with a device node,
+# /dev/rpage-map/NAME, which processes open by path, as QEMU's
+# memory-backend-file does. Stock QEMU (paused, its guest-physical
+# memory read through its qtest socket) must see the pool's pattern;
+# every process that maps the node shares one copy of each page; the
+# node's owner, group and mode decide who may open it; a deleted mapping
+# in use raises SIGBUS, never a hang.
+. "$RPAGE_REPO/selftests/guest/lib.sh"
+
+NODE_TOOL="python3 $RPAGE_REPO/selftests/rpage_node_tool.py"
+NAMED_PATTERN=$SELFTESTS/rpage_pattern
+NAMED_POOL=7
+NAMED_SIZE=$((64 << 20))
+NODE=/dev/rpage-map/vm
+QEMU_PID=""
+
+named_field() {
+	"$RPAGECTL" -j map show | jq -r --arg n "$1" ".[] | select(.name == \$n) | .$2"
+}
+
+# Runs a command as the unprivileged user nobody.
+as_nobody() {
+	setpriv --reuid=nobody --regid=nogroup --clear-groups "$@"
+}
+
+test_named_setup() {
+	modprobe ib_core && modprobe rdma_cm || return
+	insmod "$RPAGE_KO" qps_per_peer=2 io_timeout_ms=5000 || fail "insmod" || return
+	"$RPAGECTL" endpoint add "$RPAGE_IP" || return
+	"$RPAGECTL" peer add self addr "$RPAGE_IP" || return
+	wait_until 60 peer_is self connected || fail "self not connected" || return
+	"$RPAGECTL" pool create "$NAMED_POOL" size 64M writable || return
+	wait_until 30 sh -c "'$RPAGECTL' -j pool show remote | jq -e 'any(.[]; .id == $NAMED_POOL)'" ||
+		fail "pool not announced" || return
+	"$NAMED_PATTERN" fill self "$NAMED_POOL" 64M || fail "filling the pool"
+}
+
+test_named_map_add_makes_a_node() {
+	"$RPAGECTL" map add vm peer self pool "$NAMED_POOL" owner nobody group nogroup mode 0640 ||
+		fail "map add" || return
+	wait_until 10 test -c "$NODE" || fail "no $NODE" || return
+	expect_eq "$(stat -c '%a %U %G' "$NODE")" "640 nobody nogroup" "node mode and owner" || return
+	expect_eq "$($NODE_TOOL size "$NODE")" "$NAMED_SIZE" "size by lseek(SEEK_END)" || return
+	"$RPAGECTL" map show
+	expect_eq "$(named_field vm length)" "$NAMED_SIZE" "map show length" || return
+	expect_eq "$(named_field vm pages_local)" 0 "pages local before any touch" || return
+	expect_eq "$(named_field vm users)" 0 "users" || return
+	# Bad input: a second with the name, a bad name, an unknown pool.
+	! "$RPAGECTL" map add vm peer self pool "$NAMED_POOL" 2> /tmp/err ||
+		fail "a second 'vm' was made" || return
+	grep -q "exists" /tmp/err || fail "no clear message: $(cat /tmp/err)" || return
+	! "$RPAGECTL" map add ../x peer self pool "$NAMED_POOL" 2> /dev/null ||
+		fail "a name with a slash was taken" || return
+	! "$RPAGECTL" map add other peer self pool 99 2> /tmp/err ||
+		fail "a mapping of an unknown pool was made" || return
+	grep -q "does not announce" /tmp/err || fail "no clear message: $(cat /tmp/err)"
+}
+
+qemu_start() {
+	local size=$1
+	rm -f /tmp/qtest.sock
+	qemu-system-x86_64 -S -accel tcg -qtest unix:/tmp/qtest.sock,server=on,wait=off \
+		-qtest-log /dev/null -machine pc,memory-backend=m -m "$size" \
+		-object "memory-backend-file,id=m,size=$size,mem-path=$NODE,share=on" \
+		-display none -nodefaults > /tmp/qemu.log 2>&1 &
+	QEMU_PID=$!
+}
+
+qemu_stop() {
+	[ -n "$QEMU_PID" ] || return 0
+	kill "$QEMU_PID" 2> /dev/null
+	wait "$QEMU_PID" 2> /dev/null
+	QEMU_PID=""
+}
+
+# QEMU's guest RAM is the pool: 64 random guest-physical pages from 1 MiB
+# up (below, firmware shadows RAM) and a whole 4 MiB range read
+# through qtest carry the pool's pattern at the same offsets.
+test_named_qemu_guest_ram_is_the_pool() {
+	local local_before local_after
+	qemu_start 64M
+	wait_until 60 test -S /tmp/qtest.sock || { cat /tmp/qemu.log; fail "QEMU did not start"; return; }
+	local_before=$(named_field vm pages_local)
+	$NODE_TOOL qtest-pages /tmp/qtest.sock "$NAMED_POOL" "$NAMED_SIZE" 64 ||
+		fail "random guest-physical pages are not the pool's" || return
+	$NODE_TOOL qtest /tmp/qtest.sock $((16 << 20)) $((4 << 20)) |
+		"$NAMED_PATTERN" check-file "$NAMED_POOL" - --offset $((16 << 20)) ||
+		fail "4 MiB at 16 MiB are not the pool's" || return
+	local_after=$(named_field vm pages_local)
+	echo "pages local: $local_before after QEMU started, $local_after after the reads"
+	expect_eq "$(named_field vm users)" 2 "users (QEMU's file and its area)"
+	# The 4 MiB (1024 pages) and the random pages came from the pool:
+	# at least that many pages were faulted in, and not the whole pool.
+	[ "$local_after" -ge $((local_before + 1024)) ] ||
+		fail "only $((local_after - local_before)) pages faulted in" || return
+	[ "$local_after" -lt $((NAMED_SIZE / 4096)) ] || fail "QEMU faulted in every page" || return
+	qemu_stop
+}
+
+test_named_qemu_refuses_a_larger_size() {
+	qemu_start 128M
+	wait "$QEMU_PID"
+	local rc=$?
+	QEMU_PID=""
+	cat /tmp/qemu.log
+	[ "$rc" -ne 0 ] || fail "QEMU took 128M of a 64M node" || return
+	grep -qi "size" /tmp/qemu.log || fail "QEMU said nothing about the size"
+}
+
+test_named_private_refused() {
+	expect_eq "$($NODE_TOOL private "$NODE")" EINVAL "mmap MAP_PRIVATE"
+}
+
+# Only who the node allows: nobody may read a 0640 nobody node, and never
+# /dev/rpage; after a mode of 0600 root, nobody may not.
+test_named_node_permissions() {
+	as_nobody $NODE_TOOL read "$NODE" 0 8 > /dev/null ||
+		fail "nobody cannot read its own 0640 node" || return
+	! as_nobody $NODE_TOOL size /dev/rpage 2> /dev/null ||
+		fail "nobody opened /dev/rpage" || return
+	"$RPAGECTL" map add root-only peer self pool "$NAMED_POOL" length 1M || return
+	wait_until 10 test -c /dev/rpage-map/root-only || return
+	expect_eq "$(stat -c '%a %U' /dev/rpage-map/root-only)" "600 root" "default mode" || return
+	! as_nobody $NODE_TOOL size /dev/rpage-map/root-only 2> /dev/null ||
+		fail "nobody opened a 0600 root node" || return
+	"$RPAGECTL" map del root-only || fail "map del root-only" || return
+	[ ! -e /dev/rpage-map/root-only ] || fail "node left after map del"
+}
+
+# One copy of each page: what one process writes, another reads.
+test_named_processes_share_pages() {
+	local off=$((5 << 20)) got
+	$NODE_TOOL write "$NODE" "$off" 0123456789abcdeffedcba9876543210 || return
+	got=$($NODE_TOOL read "$NODE" "$off" 16) || return
+	expect_eq "$got" 0123456789abcdeffedcba9876543210 "bytes read by another process"
+}
+
+# In use: EBUSY; by force: the process holding it dies of SIGBUS on its
+# next access, fetched page or not, and the node goes.
+test_named_del_in_use() {
+	local rc
+	rm -f /tmp/held /tmp/go
+	$NODE_TOOL hold "$NODE" $((9 << 20)) --ready /tmp/held --go /tmp/go &
+	local pid=$!
+	wait_until 60 test -e /tmp/held || fail "the holder never mapped it" || return
+	! "$RPAGECTL" map del vm 2> /tmp/err || fail "deleted while in use" || return
+	grep -q "in use" /tmp/err || fail "no clear message: $(cat /tmp/err)" || return
+	"$RPAGECTL" map del vm force || fail "map del force" || return
+	[ ! -e "$NODE" ] || fail "node left after a forced delete" || return
+	touch /tmp/go
+	wait "$pid"
+	rc=$?
+	expect_eq "$rc" $((128 + 7)) "the holder's exit (SIGBUS)" || return
+	expect_eq "$("$RPAGECTL" -j map show | jq length)" 0 "named mappings left"
+}
+
+# A pulled mapping needs its peer no more: with every page here, the pool
+# destroyed, all 64 MiB still read right. One not pulled keeps the pages
+# it fetched, and an unfetched page raises SIGBUS.
+test_named_pull_then_pool_destroyed() {
+	local rc
+	"$RPAGECTL" map add pulled peer self pool "$NAMED_POOL" || return
+	"$RPAGECTL" map add partial peer self pool "$NAMED_POOL" || return
+	wait_until 10 test -c /dev/rpage-map/partial || return
+	"$RPAGECTL" map pull pulled wait || fail "map pull" || return
+	"$RPAGECTL" map show
+	expect_eq "$(named_field pulled pages_local)" $((NAMED_SIZE / 4096)) "pages local after the pull" || return
+	expect_eq "$(named_field pulled depends)" no "depends on its peer" || return
+	$NODE_TOOL dump /dev/rpage-map/partial 0 $((1 << 20)) |
+		"$NAMED_PATTERN" check-file "$NAMED_POOL" - > /dev/null || fail "partial's first MiB" || return
+	"$RPAGECTL" pool destroy "$NAMED_POOL" || fail "pool destroy" || return
+	$NODE_TOOL dump /dev/rpage-map/pulled 0 "$NAMED_SIZE" |
+		"$NAMED_PATTERN" check-file "$NAMED_POOL" - ||
+		fail "the pulled mapping after its pool was destroyed" || return
+	$NODE_TOOL dump /dev/rpage-map/partial 0 $((1 << 20)) |
+		"$NAMED_PATTERN" check-file "$NAMED_POOL" - > /dev/null ||
+		fail "partial's fetched pages after the pool was destroyed" || return
+	$NODE_TOOL dump /dev/rpage-map/partial $((32 << 20)) 4096 > /dev/null 2>&1
+	rc=$?
+	expect_eq "$rc" $((128 + 7)) "an unfetched page of a destroyed pool (SIGBUS)" || return
+	"$RPAGECTL" map del pulled && "$RPAGECTL" map del partial
+}
+
+test_named_unload_with_a_mapping() {
+	"$RPAGECTL" pool create "$NAMED_POOL" size 1M || return
+	wait_until 30 sh -c "'$RPAGECTL' -j pool show remote | jq -e 'any(.[]; .id == $NAMED_POOL)'" || return
+	"$RPAGECTL" map add last peer self pool "$NAMED_POOL" || return
+	wait_until 10 test -c /dev/rpage-map/last || return
+	rpage_unload || fail "rmmod with a named mapping" || return
+	[ ! -e /dev/rpage-map/last ] || fail "node left after unload"
+}
+
+tap_begin named
+run_test named_setup test_named_setup
+run_test named_map_add_makes_a_node_of_its_size_and_owner test_named_map_add_makes_a_node
+run_test named_qemu_guest_ram_is_the_pool test_named_qemu_guest_ram_is_the_pool
+run_test named_qemu_refuses_a_size_past_the_node test_named_qemu_refuses_a_larger_size
+run_test named_map_private_refused test_named_private_refused
+run_test named_node_owner_group_mode_decide test_named_node_permissions
+run_test named_processes_share_one_copy test_named_processes_share_pages
+run_test named_del_in_use_is_ebusy_force_sigbus test_named_del_in_use
+run_test named_pull_then_pool_destroyed_reads_right test_named_pull_then_pool_destroyed
+run_test named_unload_with_a_mapping test_named_unload_with_a_mapping
+tap_end
+qemu_stop
+rpage_loaded && rpage_unload

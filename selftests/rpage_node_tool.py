@@ -1,0 +1,187 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: GPL-2.0
+"""rpage_node_tool: what the named-mapping tests do to a device node
+/dev/rpage-map/NAME, and to a QEMU that uses one as guest RAM.
+
+  size PATH                    print the size lseek(SEEK_END) reports
+  private PATH                 mmap MAP_PRIVATE; print the errno name
+  write PATH OFFSET HEX        map it shared, store the bytes HEX at OFFSET
+  read PATH OFFSET LENGTH      map it shared, print LENGTH bytes at OFFSET
+                               as hex
+  dump PATH OFFSET LENGTH      the same, raw, on standard output (a page
+                               that cannot be read kills it: SIGBUS)
+  hold PATH OFFSET --ready F --go G
+                               map it shared, read the page at OFFSET,
+                               create F, wait for G, then read the page
+                               at OFFSET and the last page: exits 0 if it
+                               could, or dies of the signal (SIGBUS) the
+                               kernel sends
+  qtest SOCKET ADDR LENGTH     read guest-physical memory through QEMU's
+                               qtest socket; raw bytes on standard output
+  qtest-pages SOCKET POOL SIZE COUNT
+                               read COUNT random guest-physical pages from
+                               1 MiB up to SIZE through qtest, and check
+                               each against the test pattern of pool POOL
+                               at the same offset (selftests/rpage_pattern.h)
+
+Exit status 0 on success, 1 on an error (said on standard error).
+"""
+import base64
+import errno
+import mmap
+import os
+import socket
+import sys
+import time
+
+
+def fail(msg):
+    print(f"rpage_node_tool: {msg}", file=sys.stderr)
+    sys.exit(1)
+
+
+def node_size(path):
+    fd = os.open(path, os.O_RDWR)
+    try:
+        return os.lseek(fd, 0, os.SEEK_END)
+    finally:
+        os.close(fd)
+
+
+def shared_map(path):
+    fd = os.open(path, os.O_RDWR)
+    size = os.lseek(fd, 0, os.SEEK_END)
+    m = mmap.mmap(fd, size, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
+    os.close(fd)
+    return m
+
+
+def cmd_private(path):
+    fd = os.open(path, os.O_RDWR)
+    try:
+        mmap.mmap(fd, mmap.PAGESIZE, mmap.MAP_PRIVATE,
+                  mmap.PROT_READ | mmap.PROT_WRITE)
+    except OSError as e:
+        print(errno.errorcode.get(e.errno, str(e.errno)))
+        return 0
+    print("mapped")
+    return 0
+
+
+def cmd_hold(path, offset, ready, go):
+    m = shared_map(path)
+    first = m[offset]
+    with open(ready, "w") as f:
+        f.write(f"{first}\n")
+    deadline = time.monotonic() + 300
+    while not os.path.exists(go):
+        if time.monotonic() > deadline:
+            fail(f"{go} never came")
+        time.sleep(0.05)
+    # A deleted mapping: each of these dies of SIGBUS.
+    _ = m[offset]
+    _ = m[len(m) - 1]
+    print("read after go")
+    return 0
+
+
+def qtest_read(sock_path, addr, length):
+    """Guest-physical bytes [addr, addr + length), by qtest's b64read."""
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            s.connect(sock_path)
+            break
+        except OSError:
+            if time.monotonic() > deadline:
+                fail(f"cannot connect to {sock_path}")
+            time.sleep(0.2)
+    f = s.makefile("rwb")
+    out = bytearray()
+    chunk = 1 << 20
+    while len(out) < length:
+        n = min(chunk, length - len(out))
+        f.write(f"b64read {addr + len(out):#x} {n:#x}\n".encode())
+        f.flush()
+        while True:
+            line = f.readline()
+            if not line:
+                fail("qtest closed the connection")
+            # Asynchronous events (IRQ ...) may come in between.
+            if line.startswith(b"OK") or line.startswith(b"FAIL"):
+                break
+        if not line.startswith(b"OK "):
+            fail(f"qtest: {line.decode().strip()}")
+        out += base64.b64decode(line[3:].strip())
+    s.close()
+    return bytes(out)
+
+
+M64 = (1 << 64) - 1
+
+
+def pattern_word(pool, offset, seed=0):
+    """rpage_pattern() of selftests/rpage_pattern.h."""
+    x = ((pool * 0x9E3779B97F4A7C15) & M64) ^ offset ^ \
+        ((seed * 0xBF58476D1CE4E5B9) & M64) ^ 0xD1B54A32D192ED03
+    x = ((x ^ (x >> 30)) * 0xBF58476D1CE4E5B9) & M64
+    x = ((x ^ (x >> 27)) * 0x94D049BB133111EB) & M64
+    return x ^ (x >> 31)
+
+
+def cmd_qtest_pages(sock_path, pool, size, count):
+    import random
+    page = 4096
+    rng = random.Random(0x7e57)
+    addrs = sorted({rng.randrange(1 << 20, size, page) for _ in range(count)})
+    for addr in addrs:
+        data = qtest_read(sock_path, addr, page)
+        for i in range(0, page, 8):
+            got = int.from_bytes(data[i:i + 8], "little")
+            want = pattern_word(pool, addr + i)
+            if got != want:
+                fail(f"guest-physical {addr + i:#x}: {got:#018x}, "
+                     f"want {want:#018x}")
+    print(f"ok {len(addrs)} pages")
+    return 0
+
+
+def main(argv):
+    if len(argv) < 3:
+        fail("usage: see the top of the file")
+    cmd, path = argv[1], argv[2]
+    if cmd == "size" and len(argv) == 3:
+        print(node_size(path))
+    elif cmd == "private" and len(argv) == 3:
+        return cmd_private(path)
+    elif cmd == "write" and len(argv) == 5:
+        m = shared_map(path)
+        data = bytes.fromhex(argv[4])
+        off = int(argv[3], 0)
+        m[off:off + len(data)] = data
+    elif cmd == "read" and len(argv) == 5:
+        m = shared_map(path)
+        off, n = int(argv[3], 0), int(argv[4], 0)
+        print(m[off:off + n].hex())
+    elif cmd == "dump" and len(argv) == 5:
+        m = shared_map(path)
+        off, n = int(argv[3], 0), int(argv[4], 0)
+        for at in range(off, off + n, 1 << 20):
+            sys.stdout.buffer.write(m[at:min(at + (1 << 20), off + n)])
+    elif cmd == "hold" and len(argv) == 8 and argv[4] == "--ready" \
+            and argv[6] == "--go":
+        return cmd_hold(path, int(argv[3], 0), argv[5], argv[7])
+    elif cmd == "qtest-pages" and len(argv) == 6:
+        return cmd_qtest_pages(path, int(argv[3], 0), int(argv[4], 0),
+                               int(argv[5], 0))
+    elif cmd == "qtest" and len(argv) == 5:
+        data = qtest_read(path, int(argv[3], 0), int(argv[4], 0))
+        sys.stdout.buffer.write(data)
+    else:
+        fail("usage: see the top of the file")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
