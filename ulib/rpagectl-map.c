@@ -270,28 +270,6 @@ static int map_del(int argc, char **argv)
 	return fail_cmd(what, argv[0], -ret, words);
 }
 
-/* The named mapping @name, into @info; 0 or -errno. */
-static int map_find(int fd, const char *name, struct rpage_map_info *info)
-{
-	struct rpage_map_info *infos;
-	void *buf = NULL;
-	int count, ret = -ENOENT;
-
-	count = fetch_list(fd, rpage_map_list, sizeof(*infos), &buf);
-	infos = buf;
-	if (count < 0)
-		return count;
-	for (int i = 0; i < count; i++) {
-		if (!strncmp(infos[i].name, name, sizeof(infos[i].name))) {
-			*info = infos[i];
-			ret = 0;
-			break;
-		}
-	}
-	free(buf);
-	return ret;
-}
-
 /*
  * map pull NAME [depth D] [wait]: fetches every page not here yet, in
  * the background (demand faults first), or waiting with 'wait'; once
@@ -327,7 +305,7 @@ static int map_pull(int argc, char **argv)
 	fd = open_device(NULL);
 	if (fd < 0)
 		return 1;
-	ret = map_find(fd, argv[0], &info);
+	ret = find_named_entry(fd, rpage_map_list, sizeof(info), argv[0], &info);
 	if (ret) {
 		close(fd);
 		return fail_cmd(what, argv[0], -ret,

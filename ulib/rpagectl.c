@@ -279,24 +279,41 @@ int parse_bytes(const char *what, const char *name, const char *text,
 }
 
 /* The id of the peer called @name; -ENOENT if there is none. */
-int find_peer_id(int fd, const char *name, __u32 *id)
+/*
+ * The entry called @name of the list @list_fn answers, whose entries of
+ * @size bytes each start with their name (char[RPAGE_NAME_MAX]), copied
+ * to @entry; 0, or -ENOENT or another -errno.
+ */
+int find_named_entry(int fd, int (*list_fn)(int, struct rpage_list *),
+		     size_t size, const char *name, void *entry)
 {
-	struct rpage_peer_info *infos;
 	void *buf = NULL;
 	int count, ret = -ENOENT;
 
-	count = fetch_list(fd, rpage_peer_list, sizeof(*infos), &buf);
-	infos = buf;
+	count = fetch_list(fd, list_fn, size, &buf);
 	if (count < 0)
 		return count;
 	for (int i = 0; i < count; i++) {
-		if (!strncmp(infos[i].name, name, sizeof(infos[i].name))) {
-			*id = infos[i].id;
+		const char *at = (const char *)buf + (size_t)i * size;
+
+		if (!strncmp(at, name, RPAGE_NAME_MAX)) {
+			memcpy(entry, at, size);
 			ret = 0;
 			break;
 		}
 	}
-	free(infos);
+	free(buf);
+	return ret;
+}
+
+int find_peer_id(int fd, const char *name, __u32 *id)
+{
+	struct rpage_peer_info info;
+	int ret;
+
+	ret = find_named_entry(fd, rpage_peer_list, sizeof(info), name, &info);
+	if (!ret)
+		*id = info.id;
 	return ret;
 }
 

@@ -37,6 +37,8 @@ int fail_cmd(const char *what, const char *subject, int err,
 	     const char *words);
 int find_command(const char *typed, const char *const *cmds);
 int check_peer_name(const char *what, const char *name);
+int find_named_entry(int fd, int (*list_fn)(int, struct rpage_list *),
+		     size_t size, const char *name, void *entry);
 int find_peer_id(int fd, const char *name, __u32 *id);
 int parse_pool_id(const char *what, const char *text, uint64_t *id);
 int parse_bytes(const char *what, const char *name, const char *text,
