@@ -462,6 +462,11 @@ static const struct rpage_ioctl_desc rpage_ioctls[] = {
 		.cmd = RPAGE_IOC_MAP_LIST,
 		.handler = rpage_ioctl_map_list,
 	},
+	[_RPAGE_POOL_FILE] = {
+		.cmd = RPAGE_IOC_POOL_FILE,
+		.handler = rpage_ioctl_pool_file,
+		.admin = true,
+	},
 };
 
 static long rpage_ioctl(struct file *file, unsigned int cmd, unsigned long arg)

@@ -24,6 +24,8 @@
 #include <linux/mm.h>
 #include <linux/random.h>
 #include <linux/sched.h>
+#include <linux/magic.h>
+#include <linux/shmem_fs.h>
 #include <linux/slab.h>
 #include <linux/uaccess.h>
 #include <linux/vmalloc.h>
@@ -377,6 +379,13 @@ static void rpage_pool_free_memory(struct rpage_pool *pool)
 	if (pool->kind == RPAGE_POOL_USER) {
 		unpin_user_pages_dirty_lock(pool->pages, pool->nr_pages,
 					    pool->flags & RPAGE_POOL_WRITABLE);
+	} else if (pool->kind == RPAGE_POOL_FILE) {
+		/* Peers' writes are the file's: keep them when it is written out. */
+		for (i = 0; i < pool->nr_pages && pool->pages[i]; i++) {
+			if (pool->flags & RPAGE_POOL_WRITABLE)
+				set_page_dirty_lock(pool->pages[i]);
+			put_page(pool->pages[i]);
+		}
 	} else {
 		for (i = 0; i < pool->nr_pages; i++)
 			if (pool->pages[i])
@@ -514,7 +523,8 @@ static int rpage_pool_publish(struct rpage_pool *pool, struct rpage_file *owner)
 	kfree(chans);
 	pr_info("pool %llu: %llu bytes%s, %s\n", pool->id, pool->length,
 		pool->flags & RPAGE_POOL_WRITABLE ? ", writable" : "",
-		pool->kind == RPAGE_POOL_USER ? "exported by a process" : "allocated");
+		pool->kind == RPAGE_POOL_USER ? "exported by a process" :
+		pool->kind == RPAGE_POOL_FILE ? "of a file" : "allocated");
 	return 0;
 }
 
@@ -551,6 +561,83 @@ long rpage_ioctl_pool_create(struct rpage_file *rfile, void __user *argp)
 	ret = rpage_pool_publish(pool, NULL);
 	if (ret)
 		rpage_pool_free_memory(pool);
+	return ret;
+}
+
+/*
+ * Takes the pages of @file from byte @offset for @pool, holding each:
+ * a shared-memory file's pages stay where they are while held (no
+ * writeback, no reclaim without swap, and swap skips a held page).
+ */
+static int rpage_pool_file_pages(struct rpage_pool *pool, struct file *file,
+				 u64 offset)
+{
+	struct address_space *mapping = file->f_mapping;
+	pgoff_t first = offset >> PAGE_SHIFT;
+	unsigned long i;
+
+	for (i = 0; i < pool->nr_pages; i++) {
+		struct page *page;
+
+		page = shmem_read_mapping_page_gfp(mapping, first + i,
+						   GFP_KERNEL | __GFP_NOWARN);
+		if (IS_ERR(page))
+			return PTR_ERR(page);
+		pool->pages[i] = page;
+		if (fatal_signal_pending(current))
+			return -EINTR;
+		cond_resched();
+	}
+	return 0;
+}
+
+long rpage_ioctl_pool_file(struct rpage_file *rfile, void __user *argp)
+{
+	struct rpage_pool_file arg;
+	struct rpage_pool *pool;
+	struct file *file;
+	int ret;
+
+	if (copy_from_user(&arg, argp, sizeof(arg)))
+		return -EFAULT;
+	ret = rpage_pool_check(arg.id, arg.length, arg.flags, 0, arg.reserved,
+			       sizeof(arg.reserved));
+	if (ret)
+		return ret;
+	if (!PAGE_ALIGNED(arg.offset) || arg.offset + arg.length < arg.offset)
+		return -EINVAL;
+	file = fget(arg.fd);
+	if (!file)
+		return -EBADF;
+	if ((arg.flags & RPAGE_POOL_WRITABLE) && !(file->f_mode & FMODE_WRITE)) {
+		ret = -EBADF;
+		goto out;
+	}
+	/*
+	 * tmpfs and memfd only: a file on disk could have its pages written
+	 * back and dropped from under the pool.
+	 */
+	if (file_inode(file)->i_sb->s_magic != TMPFS_MAGIC ||
+	    !S_ISREG(file_inode(file)->i_mode)) {
+		ret = -EOPNOTSUPP;
+		goto out;
+	}
+	if (arg.offset + arg.length > (u64)i_size_read(file_inode(file))) {
+		ret = -ERANGE;
+		goto out;
+	}
+	pool = rpage_pool_alloc(arg.id, arg.length, arg.flags, RPAGE_POOL_FILE);
+	if (!pool) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	ret = rpage_pool_file_pages(pool, file, arg.offset);
+	if (!ret)
+		ret = rpage_pool_publish(pool, NULL);
+	if (ret)
+		rpage_pool_free_memory(pool);
+out:
+	fput(file);
 	return ret;
 }
 

@@ -726,6 +726,7 @@ void rpage_map_xfer_init(struct rpage_mapping *map, struct rpage_xfer *x,
 /* rpage-named.c */
 int rpage_named_init(void);
 void rpage_named_exit(void);
+long rpage_ioctl_pool_file(struct rpage_file *rfile, void __user *argp);
 long rpage_ioctl_map_add(struct rpage_file *rfile, void __user *argp);
 long rpage_ioctl_map_del(struct rpage_file *rfile, void __user *argp);
 long rpage_ioctl_map_list(struct rpage_file *rfile, void __user *argp);

@@ -190,6 +190,11 @@ RPAGE_EXPORT int rpage_map_list(int fd, struct rpage_list *list)
 	return rpage_ioctl(fd, RPAGE_IOC_MAP_LIST, list);
 }
 
+RPAGE_EXPORT int rpage_pool_file(int fd, const struct rpage_pool_file *pf)
+{
+	return rpage_ioctl(fd, RPAGE_IOC_POOL_FILE, (void *)pf);
+}
+
 /* RPAGE_IOC_UNMAP of @map_id: 0 or -errno. */
 static int map_id_destroy(int fd, __u64 map_id)
 {

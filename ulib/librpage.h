@@ -169,6 +169,12 @@ int rpage_map_del(int fd, const struct rpage_map_del *del);
 int rpage_map_list(int fd, struct rpage_list *list);
 
 /*
+ * RPAGE_IOC_POOL_FILE: the pages of a shared-memory file (tmpfs, memfd),
+ * such as a VMM's guest RAM, as a pool that belongs to the host.
+ */
+int rpage_pool_file(int fd, const struct rpage_pool_file *pf);
+
+/*
  * The latency below which @pct percent (0 < @pct <= 100) of the counts
  * of the log2 histogram @hist (@buckets buckets, 1 to 64, laid out as
  * struct rpage_stats.latency) fall, as the upper bound of the bucket

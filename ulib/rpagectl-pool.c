@@ -9,6 +9,9 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/magic.h>
+#include <sys/stat.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 #include "librpage.h"
@@ -42,6 +45,7 @@ static const struct {
 static const char *const pool_kinds[] = {
 	[RPAGE_POOL_KERNEL] = "kernel",
 	[RPAGE_POOL_USER] = "user",
+	[RPAGE_POOL_FILE] = "file",
 };
 
 /*
@@ -89,10 +93,13 @@ static void json_pool_flags(struct json_writer *jw, __u32 flags)
 static void pool_usage(void)
 {
 	puts("Usage: rpagectl pool create ID size SIZE [ writable ]\n"
+	     "       rpagectl pool create ID file PATH [ offset OFFSET ] [ size SIZE ] [ writable ]\n"
 	     "       rpagectl pool destroy ID\n"
 	     "       rpagectl pool [ show [ remote ] ]\n"
 	     "ID := 1..2^64-1, decimal or 0x-hexadecimal\n"
-	     "SIZE := bytes, a multiple of the page size; K, M or G may follow");
+	     "SIZE := bytes, a multiple of the page size; K, M or G may follow\n"
+	     "PATH := a file on tmpfs, such as a VMM's guest RAM in /dev/shm;\n"
+	     "        SIZE: the rest of it by default");
 }
 
 /* pool [ show ]: this host's pools. */
@@ -187,10 +194,79 @@ static int remote_pool_show(int fd)
 }
 
 /* pool create ID size SIZE [ writable ] */
+/*
+ * pool create ID file PATH [offset O] [size S] [writable]: the pages of a
+ * shared-memory file, such as a VMM's guest RAM, as a pool.
+ */
+static int pool_create_file(const char *subject, const char *id_text,
+			    uint64_t id, const char *path, uint64_t offset,
+			    uint64_t size, __u32 flags)
+{
+	static const char not_shm[] = "not a file on tmpfs or in shared memory: a file on disk could have its pages written back and dropped from under the pool";
+	struct rpage_pool_file pf;
+	const char *words = NULL;
+	struct statfs sfs;
+	struct stat st;
+	int fd, file, ret;
+
+	file = open(path, (flags & RPAGE_POOL_WRITABLE ? O_RDWR : O_RDONLY) |
+		    O_CLOEXEC);
+	if (file < 0) {
+		fail("%s: %s: %s", subject, path, strerror(errno));
+		return 1;
+	}
+	/* The module checks it too; here it is said before any size is. */
+	if (fstatfs(file, &sfs) == 0 && sfs.f_type != TMPFS_MAGIC) {
+		fail("%s: %s: %s", subject, path, not_shm);
+		close(file);
+		return 1;
+	}
+	if (fstat(file, &st) < 0 || (uint64_t)st.st_size <= offset) {
+		fail("%s: %s: offset %" PRIu64 " is past its end", subject, path,
+		     offset);
+		close(file);
+		return 1;
+	}
+	if (!size)
+		size = ((uint64_t)st.st_size - offset) & ~(page_size() - 1);
+	memset(&pf, 0, sizeof(pf));
+	pf.id = id;
+	pf.fd = file;
+	pf.flags = flags;
+	pf.offset = offset;
+	pf.length = size;
+	fd = open_device(NULL);
+	if (fd < 0) {
+		close(file);
+		return 1;
+	}
+	ret = rpage_pool_file(fd, &pf);
+	close(fd);
+	close(file);
+	if (!ret)
+		return 0;
+	switch (-ret) {
+	case EOPNOTSUPP:
+		words = not_shm;
+		break;
+	case ERANGE:
+		words = "offset and size go past the end of the file";
+		break;
+	case EEXIST:
+		words = "a pool with this id exists";
+		break;
+	case EINVAL:
+		words = "the module refused this size (max_pool_mb) or alignment";
+		break;
+	}
+	return fail_cmd("pool create", id_text, -ret, words);
+}
+
 static int pool_create(int argc, char **argv)
 {
 	const char *what = "pool create";
-	const char *size_text = NULL;
+	const char *size_text = NULL, *path = NULL;
+	uint64_t offset = 0;
 	struct rpage_pool_create pool;
 	char subject[96], max_mb[32], buf[128];
 	const char *words = NULL;
@@ -216,11 +292,22 @@ static int pool_create(int argc, char **argv)
 				return ret;
 		} else if (matches(argv[i], "writable")) {
 			flags |= RPAGE_POOL_WRITABLE;
+		} else if (matches(argv[i], "file") && i + 1 < argc && !path) {
+			path = argv[++i];
+		} else if (matches(argv[i], "offset") && i + 1 < argc) {
+			ret = parse_bytes(subject, "offset", argv[++i], true, &offset);
+			if (ret)
+				return ret;
 		} else {
 			return usage_error("%s: unexpected argument '%s'", subject,
 					   argv[i]);
 		}
 	}
+	if (path)
+		return pool_create_file(subject, argv[0], id, path, offset, size,
+					flags);
+	if (offset)
+		return usage_error("%s: 'offset' goes with 'file PATH'", subject);
 	if (!size_text)
 		return usage_error("%s: missing 'size SIZE'", subject);
 

@@ -71,6 +71,7 @@ enum {
 	_RPAGE_MAP_ADD		= 0x19,
 	_RPAGE_MAP_DEL		= 0x1a,
 	_RPAGE_MAP_LIST		= 0x1b,
+	_RPAGE_POOL_FILE	= 0x1c,
 };
 
 /**
@@ -272,6 +273,8 @@ enum {
 	RPAGE_POOL_KERNEL	= 1,
 	/* A process's own memory; goes when its /dev/rpage file closes. */
 	RPAGE_POOL_USER		= 2,
+	/* The pages of a shared-memory file; belongs to the host. */
+	RPAGE_POOL_FILE		= 3,
 };
 
 /**
@@ -317,6 +320,39 @@ struct rpage_pool_export {
 };
 
 /**
+ * struct rpage_pool_file - RPAGE_IOC_POOL_FILE: export the pages of a file
+ * @id: the pool's id, unique among this host's pools; not 0.
+ * @fd: an open file of a shared-memory file system (tmpfs, /dev/shm,
+ *	memfd): a VMM's guest RAM, say (QEMU's memory-backend-file with
+ *	share=on), running or paused. Opened for writing if @flags has
+ *	RPAGE_POOL_WRITABLE.
+ * @flags: RPAGE_POOL_*.
+ * @offset: byte offset in the file, a multiple of the page size.
+ * @length: bytes, a non-zero multiple of the page size, at most the
+ *	module parameter max_pool_mb; holes are filled with zeroed pages.
+ * @reserved: must be zero.
+ *
+ * The pages are held while exported: what the file's users write to
+ * them, peers read, and what peers write, they see. Pages the file drops
+ * meanwhile (truncated, punched) stay the pool's until it is destroyed.
+ * The pool belongs to the host, as a kernel pool does: it stays until
+ * RPAGE_IOC_POOL_DESTROY or module unload, the file closed or not.
+ * Files of other file systems (on disk, whose pages may be written back
+ * and dropped under the pool) are refused with EOPNOTSUPP. Needs
+ * CAP_SYS_ADMIN. Errors: EINVAL, EBADF (@fd, or not open for writing
+ * for a writable pool), EOPNOTSUPP, ERANGE (beyond the file's end),
+ * EEXIST, ENOMEM, EINTR, EPERM.
+ */
+struct rpage_pool_file {
+	__u64 id;
+	__s32 fd;
+	__u32 flags;
+	__u64 offset;
+	__u64 length;
+	__u64 reserved[4];
+};
+
+/**
  * struct rpage_pool_destroy - destroy one of this host's pools
  * @id: the pool. A kernel pool may be destroyed through any file, a user
  *	pool only through the file that exported it.
@@ -335,7 +371,7 @@ struct rpage_pool_destroy {
  * @id: the pool's id.
  * @length: bytes.
  * @flags: RPAGE_POOL_*.
- * @kind: RPAGE_POOL_KERNEL or RPAGE_POOL_USER.
+ * @kind: RPAGE_POOL_KERNEL, RPAGE_POOL_USER or RPAGE_POOL_FILE.
  * @owner_pid: for a user pool, the exporting process; 0 otherwise.
  * @reserved0: zero.
  * @reserved: zero.
@@ -955,6 +991,8 @@ struct rpage_map_info {
 	_IOW(RPAGE_IOC_MAGIC, _RPAGE_MAP_DEL, struct rpage_map_del)
 #define RPAGE_IOC_MAP_LIST \
 	_IOWR(RPAGE_IOC_MAGIC, _RPAGE_MAP_LIST, struct rpage_list)
+#define RPAGE_IOC_POOL_FILE \
+	_IOW(RPAGE_IOC_MAGIC, _RPAGE_POOL_FILE, struct rpage_pool_file)
 
 #define RPAGE_API_IOCTLS \
 	((1ULL << _RPAGE_API) | (1ULL << _RPAGE_DEVICE_LIST) | \
@@ -970,6 +1008,7 @@ struct rpage_map_info {
 	 (1ULL << _RPAGE_EVICT) | (1ULL << _RPAGE_MAP_STATS) | \
 	 (1ULL << _RPAGE_PEER_FAULT_STATS) | (1ULL << _RPAGE_PEER_SET) | \
 	 (1ULL << _RPAGE_PEER_STATUS) | (1ULL << _RPAGE_MAP_ADD) | \
-	 (1ULL << _RPAGE_MAP_DEL) | (1ULL << _RPAGE_MAP_LIST))
+	 (1ULL << _RPAGE_MAP_DEL) | (1ULL << _RPAGE_MAP_LIST) | \
+	 (1ULL << _RPAGE_POOL_FILE))
 
 #endif /* _UAPI_LINUX_RPAGE_H */
