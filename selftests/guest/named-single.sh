@@ -138,6 +138,28 @@ test_named_processes_share_pages() {
 	expect_eq "$got" 0123456789abcdeffedcba9876543210 "bytes read by another process"
 }
 
+# A VMM's guest RAM file on tmpfs, exported as it is (no copy): the peer
+# reads its bytes, through a named mapping too, and sees later writes
+# to the file; a file on disk is refused, with the reason.
+test_named_pool_of_a_tmpfs_file() {
+	local got
+	"$RPAGECTL" read self "$NAMED_POOL" 0 64M file /dev/shm/rpage-ram || return
+	"$RPAGECTL" pool create 8 file /dev/shm/rpage-ram || fail "pool create file" || return
+	"$RPAGECTL" pool show
+	expect_eq "$("$RPAGECTL" -j pool show | jq -r '.[] | select(.id == 8) | .kind')" file "kind" || return
+	wait_until 30 sh -c "'$RPAGECTL' -j pool show remote | jq -e 'any(.[]; .id == 8)'" || return
+	"$RPAGECTL" map add ram peer self pool 8 || return
+	wait_until 10 test -c /dev/rpage-map/ram || return
+	$NODE_TOOL dump /dev/rpage-map/ram 0 "$NAMED_SIZE" |
+		"$NAMED_PATTERN" check-file "$NAMED_POOL" - || fail "the file's bytes through the pool" || return
+	printf 'rpage-file-pool!' | dd of=/dev/shm/rpage-ram bs=16 seek=$((3 << 16)) conv=notrunc status=none
+	"$RPAGECTL" read self 8 $((3 << 20)) 4K file /tmp/page || return
+	expect_eq "$(head -c 16 /tmp/page)" "rpage-file-pool!" "a later write to the file, read by the peer" || return
+	! "$RPAGECTL" pool create 9 file /etc/hostname 2> /tmp/err || fail "a file on disk was exported" || return
+	grep -q "not a file on tmpfs" /tmp/err || fail "no clear message: $(cat /tmp/err)" || return
+	"$RPAGECTL" map del ram && "$RPAGECTL" pool destroy 8 && rm -f /dev/shm/rpage-ram
+}
+
 # In use: EBUSY; by force: the process holding it dies of SIGBUS on its
 # next access, fetched page or not, and the node goes.
 test_named_del_in_use() {
@@ -201,6 +223,7 @@ run_test named_qemu_refuses_a_size_past_the_node test_named_qemu_refuses_a_large
 run_test named_map_private_refused test_named_private_refused
 run_test named_node_owner_group_mode_decide test_named_node_permissions
 run_test named_processes_share_one_copy test_named_processes_share_pages
+run_test named_pool_of_a_tmpfs_file_is_read_in_place test_named_pool_of_a_tmpfs_file
 run_test named_del_in_use_is_ebusy_force_sigbus test_named_del_in_use
 run_test named_pull_then_pool_destroyed_reads_right test_named_pull_then_pool_destroyed
 run_test named_unload_with_a_mapping test_named_unload_with_a_mapping
