@@ -23,13 +23,18 @@
  *    a small set of ids created and destroyed, the thread's own memory
  *    exported, PEER's pools mapped, mmap()ed, touched (a pool destroyed
  *    meanwhile raises SIGBUS, which is caught), zapped (MADV_DONTNEED),
- *    split (munmap of a part), prefetched, evicted and unmapped, reads
- *    and writes, PEER's loss timeout set (0 to 2 s), peers and
- *    endpoints of the fuzzer's own added and deleted; now and then the
- *    thread's file is closed with all that outstanding and opened
- *    again, the file the threads share is replaced under them, or a
- *    child is forked that touches an inherited mapping, maybe
- *    prefetches or evicts it through the inherited file, and exits.
+ *    split (munmap of a part), prefetched, evicted and unmapped; named
+ *    mappings made, their nodes opened, sized and mmap()ed, and deleted
+ *    with or without force; reads and writes, PEER's loss timeout set
+ *    (0 to 2 s), peers and endpoints of the fuzzer's own added and
+ *    deleted; now and then the thread's file is closed with all that
+ *    outstanding and opened again, the file the threads share is
+ *    replaced under them, or a child is forked that touches an
+ *    inherited mapping, maybe prefetches or evicts it through the
+ *    inherited file, and exits.
+ *
+ * Commands of a newer module (struct rpage_api.ioctls) than the fuzzer
+ * knows get random bytes only, and may succeed.
  *
  * Every step draws from a generator seeded by SEED, the thread and the
  * step's number alone, so a thread's choices are the same in every run
@@ -48,10 +53,10 @@
  *
  * At the end it prints one summary line ("summary: seed S threads N
  * calls N ok N EINVAL N ... seconds N unexpected N"), removes every
- * pool, peer and endpoint it created (mappings and exports go with its
- * files), puts PEER's loss timeout back, and exits 0, or 1 after an
- * unexpected success or if something of its own was left; 2 when it
- * could not start.
+ * named mapping, pool, peer and endpoint it created (mappings and
+ * exports go with its files), puts PEER's loss timeout back, and exits
+ * 0, or 1 after an unexpected success or if something of its own was
+ * left; 2 when it could not start.
  */
 #include <limits.h>
 #include <pthread.h>
@@ -72,6 +77,9 @@
 #define FZ_PEERS	8
 #define FZ_PORT		17100
 #define FZ_PORTS	8
+
+/* Named mappings of the fuzzer's: fz-0 ... */
+#define FZ_NAMED	4
 
 /* Remote mappings one thread keeps mmap()ed at once. */
 #define FZ_MAPS		6
@@ -94,7 +102,7 @@
 #define FZ_USER_TOP	0x00007ffffffff000ULL
 
 #define FZ_ERRNO_MAX	1024
-#define FZ_NR_CMDS	(_RPAGE_PEER_STATUS + 1)
+#define FZ_NR_CMDS	(_RPAGE_MAP_LIST + 1)
 /* Bucket of the counters for command numbers rpage does not have. */
 #define FZ_RANDOM	FZ_NR_CMDS
 #define FZ_REPORT_MAX	50
@@ -121,6 +129,8 @@ enum fz_kind {
 	K_DEPTH,	/* a prefetch depth */
 	K_MASK,		/* struct rpage_peer_set.mask */
 	K_LOSS,		/* a loss timeout */
+	K_MODE,		/* permission bits, at most 0777 */
+	K_UGID,		/* a user or group id; (u32)-1 is none */
 };
 
 struct fz_field {
@@ -260,6 +270,28 @@ static const struct fz_field f_peer_set[] = {
 	FLD(struct rpage_peer_set, reserved, K_RSV, 0),
 };
 
+static const struct fz_field f_map_add[] = {
+	FLD(struct rpage_map_add, name, K_NAME, 0),
+	FLD(struct rpage_map_add, peer_id, K_PEER, 0),
+	FLD(struct rpage_map_add, flags, K_FLAGS, RPAGE_MAP_FLAGS_ALL),
+	FLD(struct rpage_map_add, pool_id, K_POOL, 0),
+	FLD(struct rpage_map_add, offset, K_OFF, 0),
+	FLD(struct rpage_map_add, length, K_LEN, 0),
+	FLD(struct rpage_map_add, uid, K_UGID, 0),
+	FLD(struct rpage_map_add, gid, K_UGID, 0),
+	FLD(struct rpage_map_add, mode, K_MODE, 0),
+	FLD(struct rpage_map_add, reserved0, K_RSV, 0),
+	FLD(struct rpage_map_add, map_id, K_OUT, 0),
+	FLD(struct rpage_map_add, reserved, K_RSV, 0),
+};
+
+static const struct fz_field f_map_del[] = {
+	FLD(struct rpage_map_del, name, K_NAME, 0),
+	FLD(struct rpage_map_del, flags, K_FLAGS, RPAGE_MAP_DEL_FLAGS_ALL),
+	FLD(struct rpage_map_del, reserved0, K_RSV, 0),
+	FLD(struct rpage_map_del, reserved, K_RSV, 0),
+};
+
 struct fz_cmd {
 	const char *name;
 	unsigned long cmd;
@@ -300,6 +332,9 @@ static const struct fz_cmd fz_cmds[FZ_NR_CMDS] = {
 	LIST(_RPAGE_PEER_FAULT_STATS, PEER_FAULT_STATS, struct rpage_peer_fault_stats),
 	CMD(_RPAGE_PEER_SET, PEER_SET, f_peer_set),
 	LIST(_RPAGE_PEER_STATUS, PEER_STATUS, struct rpage_peer_status),
+	CMD(_RPAGE_MAP_ADD, MAP_ADD, f_map_add),
+	CMD(_RPAGE_MAP_DEL, MAP_DEL, f_map_del),
+	LIST(_RPAGE_MAP_LIST, MAP_LIST, struct rpage_map_info),
 };
 
 /* Big enough for any argument structure. */
@@ -318,6 +353,8 @@ union fz_arg {
 	struct rpage_evict evict;
 	struct rpage_map_stats map_stats;
 	struct rpage_peer_set set;
+	struct rpage_map_add add;
+	struct rpage_map_del del;
 	unsigned char bytes[1024];
 };
 
@@ -361,6 +398,7 @@ struct fz_map {
 	__u64 map_id;		/* 0 once unmapped or its file closed */
 	__u64 map_len;
 	bool shared;		/* made through the shared file */
+	bool named;		/* a named mapping, the host's */
 	bool gone;		/* its pool was seen destroyed (SIGBUS) */
 };
 
@@ -399,6 +437,8 @@ static struct {
 	__u8 self_ip[4];
 	bool self_ip_ok;		/* PEER is at an address in 192.0.2.0/24 */
 	__u32 self_loss_ms;
+	/* The commands the module has (struct rpage_api.ioctls). */
+	__u64 module_ioctls;
 	uint64_t max_pool;
 	int shared_fd;
 	pthread_mutex_t shared_lock;
@@ -971,6 +1011,26 @@ static void fz_build(struct fz_thread *t, unsigned int nr, union fz_arg *a)
 		}
 		break;
 	}
+	case _RPAGE_MAP_ADD: {
+		__u64 id = fz_pick_pool(t);
+
+		snprintf(a->add.name, sizeof(a->add.name), "fz-%u",
+			 (unsigned int)rnd_below(t, FZ_NAMED));
+		a->add.peer_id = fz.self_id;
+		a->add.pool_id = id;
+		a->add.flags = (__u32)(rnd(t) & RPAGE_MAP_FLAGS_ALL);
+		fz_pick_range(t, t->pool_len[id - FZ_POOL_BASE], &a->add.offset,
+			      &a->add.length);
+		a->add.uid = (__u32)(chance(t, 80) ? 0 : rnd_below(t, 70000));
+		a->add.gid = (__u32)(chance(t, 80) ? 0 : rnd_below(t, 70000));
+		a->add.mode = (__u32)(chance(t, 50) ? 0600 : rnd_below(t, 01000));
+		break;
+	}
+	case _RPAGE_MAP_DEL:
+		snprintf(a->del.name, sizeof(a->del.name), "fz-%u",
+			 (unsigned int)rnd_below(t, FZ_NAMED));
+		a->del.flags = (__u32)(rnd(t) & RPAGE_MAP_DEL_FLAGS_ALL);
+		break;
 	case _RPAGE_PEER_SET:
 		if (chance(t, 70))
 			snprintf(a->set.name, sizeof(a->set.name), "%s", fz.peer_name);
@@ -1009,7 +1069,8 @@ static void mutate_name(struct fz_thread *t, char *name)
 	}
 	case 3:
 		memset(name, 0, RPAGE_NAME_MAX);
-		snprintf(name, RPAGE_NAME_MAX, "%s", fz.peer_name);
+		snprintf(name, RPAGE_NAME_MAX, "%s", chance(t, 50) ? fz.peer_name :
+			 chance(t, 50) ? "." : "..");
 		break;
 	case 4:		/* the longest valid one */
 		for (int i = 0; i < RPAGE_NAME_MAX - 1; i++)
@@ -1203,6 +1264,20 @@ static void mutate_field(struct fz_thread *t, void *buf, const struct fz_field *
 		fld_set(buf, f, vals[rnd_below(t, ARRAY_LEN(vals))]);
 		return;
 	}
+	case K_MODE: {
+		const uint64_t vals[] = {
+			0, 0777, 01000, 04755, 0100644, ~0ULL, rnd(t),
+		};
+
+		fld_set(buf, f, vals[rnd_below(t, ARRAY_LEN(vals))]);
+		return;
+	}
+	case K_UGID: {
+		const uint64_t vals[] = { 0, 1, 65534, 0xffffffff, 0xfffffffe, rnd(t) };
+
+		fld_set(buf, f, vals[rnd_below(t, ARRAY_LEN(vals))]);
+		return;
+	}
 	case K_LOSS: {
 		const uint64_t vals[] = {
 			0, 2000, RPAGE_LOSS_TIMEOUT_MAX_MS,
@@ -1328,9 +1403,14 @@ static void safe_saddr(struct rpage_addr *a, bool endpoint)
 	}
 }
 
-static void safe_name(char *name)
+/*
+ * A valid name not of the fuzzer's becomes one; but "." and "..", valid
+ * for a peer, stay for a named mapping, which must refuse them.
+ */
+static void safe_name(char *name, bool named)
 {
-	if (name_valid(name) && strncmp(name, "fz-", 3)) {
+	if (name_valid(name) && strncmp(name, "fz-", 3) &&
+	    !(named && (!strcmp(name, ".") || !strcmp(name, "..")))) {
 		unsigned int k = (unsigned int)(fz_mix((unsigned char)name[0]) % FZ_PEERS);
 
 		memset(name, 0, RPAGE_NAME_MAX);
@@ -1356,11 +1436,11 @@ static void fz_sanitize(struct fz_thread *t, unsigned int nr, union fz_arg *a)
 		safe_saddr(&a->ep.addr, true);
 		break;
 	case _RPAGE_PEER_ADD:
-		safe_name(a->peer.name);
+		safe_name(a->peer.name, false);
 		safe_saddr(&a->peer.addr, false);
 		break;
 	case _RPAGE_PEER_DEL:
-		safe_name(a->peer.name);
+		safe_name(a->peer.name, false);
 		break;
 	case _RPAGE_POOL_CREATE:
 		safe_pool(&a->create.id);
@@ -1406,6 +1486,13 @@ static void fz_sanitize(struct fz_thread *t, unsigned int nr, union fz_arg *a)
 	}
 	case _RPAGE_MAP:
 		safe_pool(&a->map.pool_id);
+		break;
+	case _RPAGE_MAP_ADD:
+		safe_name(a->add.name, true);
+		safe_pool(&a->add.pool_id);
+		break;
+	case _RPAGE_MAP_DEL:
+		safe_name(a->del.name, true);
 		break;
 	case _RPAGE_PEER_SET:
 		if (a->set.loss_timeout_ms > 2000 &&
@@ -1487,6 +1574,14 @@ static const char *fields_invalid(const void *buf, const struct fz_field *fields
 		case K_MASK:
 			if (!v || v & ~RPAGE_PEER_SET_ALL)
 				return why("mask %#" PRIx64, v);
+			break;
+		case K_MODE:
+			if (v & ~0777ULL)
+				return why("mode %#" PRIo64, v);
+			break;
+		case K_UGID:
+			if (v == 0xffffffff)
+				return why("%s -1", f->name);
 			break;
 		default:
 			break;
@@ -1620,6 +1715,14 @@ static const char *fz_invalid(const struct fz_thread *t, unsigned int nr,
 		if (a->set.mask & RPAGE_PEER_SET_LOSS_TIMEOUT &&
 		    a->set.loss_timeout_ms > RPAGE_LOSS_TIMEOUT_MAX_MS)
 			return "loss timeout above a day";
+		break;
+	case _RPAGE_MAP_ADD:
+	case _RPAGE_MAP_DEL:
+		/* The names share their offset. */
+		if (!strcmp(a->add.name, ".") || !strcmp(a->add.name, ".."))
+			return why("name \"%s\"", a->add.name);
+		if (nr == _RPAGE_MAP_ADD && a->add.length > RPAGE_MAP_MAX_BYTES)
+			return "longer than RPAGE_MAP_MAX_BYTES";
 		break;
 	}
 	return NULL;
@@ -1759,11 +1862,22 @@ static void fz_random_cmd(struct fz_thread *t, enum fz_file file)
 		return;
 	}
 	rnd_bytes(t, &a, sizeof(a));
-	if (chance(t, 80)) {
-		arg = fz_place(t, &a, size, chance(t, 80) ? P_VALID : P_RO);
-	} else {
-		arg = chance(t, 50) ? rnd_pointer(t) : rnd_value(t);
+	if (nr >= FZ_NR_CMDS && nr < 64 && fz.module_ioctls & (1ULL << nr)) {
+		/*
+		 * A command of a newer module's, which the fuzzer does not
+		 * know: random bytes only (never a valid argument), or
+		 * pointers it cannot follow; and it may well succeed.
+		 */
+		arg = fz_place(t, &a, size, chance(t, 70) ? P_VALID :
+			       chance(t, 50) ? P_RO : P_HOLE);
+		fz_ioctl(t, file, cmd, arg, file == F_NOAPI ?
+			 "no API handshake on this file" : NULL, "random");
+		return;
 	}
+	if (chance(t, 80))
+		arg = fz_place(t, &a, size, chance(t, 80) ? P_VALID : P_RO);
+	else
+		arg = chance(t, 50) ? rnd_pointer(t) : rnd_value(t);
 	fz_ioctl(t, file, cmd, arg, "not a command of rpage's", "random");
 }
 
@@ -1835,9 +1949,12 @@ static void fz_unmap_id(struct fz_thread *t, struct fz_map *m)
 
 	memset(&a, 0, sizeof(a));
 	a.unmap.map_id = m->map_id;
+	/* A named mapping is the host's: only RPAGE_IOC_MAP_DEL removes it. */
 	fz_ioctl(t, m->shared ? F_SHARED : F_OWN, RPAGE_IOC_UNMAP,
-		 fz_place(t, &a, sizeof(a.unmap), P_VALID), NULL, "valid");
-	m->map_id = 0;
+		 fz_place(t, &a, sizeof(a.unmap), P_VALID),
+		 m->named ? "the id of a named mapping" : NULL, "valid");
+	if (!m->named)
+		m->map_id = 0;
 }
 
 static void fz_drop_map(struct fz_thread *t, struct fz_map *m)
@@ -1849,14 +1966,10 @@ static void fz_drop_map(struct fz_thread *t, struct fz_map *m)
 	memset(m, 0, sizeof(*m));
 }
 
-/* MAP of one of PEER's pools, and mmap() of it (or a part). */
-static void fz_life_map(struct fz_thread *t)
+/* A free slot for a mapping, or one made free. */
+static struct fz_map *fz_free_slot(struct fz_thread *t)
 {
-	enum fz_file file = chance(t, 70) ? F_OWN : F_SHARED;
 	struct fz_map *m = fz_pick_map(t, false, false);
-	union fz_arg out;
-	size_t first, len;
-	void *resv, *area;
 
 	for (unsigned int i = 0; i < FZ_MAPS; i++) {
 		if (!t->maps[i].area && !t->maps[i].map_id) {
@@ -1866,54 +1979,134 @@ static void fz_life_map(struct fz_thread *t)
 	}
 	if (m->area || m->map_id)
 		fz_drop_map(t, m);
+	return m;
+}
+
+/*
+ * What mmap() of @fd must refuse, for mapping @map_id of @length bytes
+ * at file offset @off: a private mapping, or one longer than it.
+ */
+static void fz_mmap_refused(struct fz_thread *t, int fd, __u64 off,
+			    __u64 length, __u64 map_id)
+{
+	size_t len = chance(t, 50) ? page : (size_t)length + page;
+	int flags = len == page ? MAP_PRIVATE : MAP_SHARED;
+	void *area = mmap(NULL, len, PROT_READ, flags, fd, (off_t)off);
+
+	if (area != MAP_FAILED) {
+		fz_report(t, "unexpected success: mmap(%s) of %zu bytes of mapping %llu of %llu",
+			  flags == MAP_PRIVATE ? "MAP_PRIVATE" : "MAP_SHARED",
+			  len, (unsigned long long)map_id,
+			  (unsigned long long)length);
+		munmap(area, len);
+	}
+}
+
+/*
+ * mmap() of @len bytes of @fd at @off into slot @m, in front of a guard
+ * page. Never mmap(MAP_FIXED) over a reservation instead: when that
+ * fails, 6.1 leaves the range unmapped, free for another thread to map
+ * before it is cleaned up. false if mmap() failed.
+ */
+static bool fz_mmap(struct fz_thread *t, struct fz_map *m, int fd, __u64 off,
+		    size_t len)
+{
+	void *area, *resv, *moved;
+
+	area = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, (off_t)off);
+	if (area == MAP_FAILED)
+		return false;
+	resv = mmap(NULL, len + page, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (resv == MAP_FAILED) {
+		munmap(area, len);
+		return false;
+	}
+	moved = mremap(area, len, len, MREMAP_MAYMOVE | MREMAP_FIXED, resv);
+	if (moved == MAP_FAILED) {
+		fz_report(t, "mremap() could not move an area of mapping %llu: %s",
+			  (unsigned long long)m->map_id, strerror(errno));
+		munmap(area, len);
+		munmap((char *)resv + len, page);
+		return false;
+	}
+	t->mmaps++;
+	m->area = moved;
+	m->area_len = len;
+	return true;
+}
+
+/* MAP of one of PEER's pools, and mmap() of it (or a part). */
+static void fz_life_map(struct fz_thread *t)
+{
+	enum fz_file file = chance(t, 70) ? F_OWN : F_SHARED;
+	struct fz_map *m = fz_free_slot(t);
+	union fz_arg out;
+	size_t first, len;
+
 	if (fz_call(t, file, _RPAGE_MAP, M_VALID, &out))
 		return;
 	t->last_map_id = out.map.map_id;
 	m->map_id = out.map.map_id;
 	m->map_len = out.map.length;
 	m->shared = file == F_SHARED;
-
-	/* What mmap() must refuse. */
-	if (chance(t, 5)) {
-		area = mmap(NULL, page, PROT_READ | PROT_WRITE, MAP_PRIVATE,
-			    fz_fd(t, file), (off_t)out.map.mmap_offset);
-		if (area != MAP_FAILED) {
-			fz_report(t, "unexpected success: a MAP_PRIVATE mmap() of mapping %llu",
-				  (unsigned long long)out.map.map_id);
-			munmap(area, page);
-		}
-	} else if (chance(t, 5)) {
-		len = (size_t)out.map.length + page;
-		area = mmap(NULL, len, PROT_READ, MAP_SHARED, fz_fd(t, file),
-			    (off_t)out.map.mmap_offset);
-		if (area != MAP_FAILED) {
-			fz_report(t, "unexpected success: mmap() of %zu bytes of mapping %llu of %llu",
-				  len, (unsigned long long)out.map.map_id,
-				  (unsigned long long)out.map.length);
-			munmap(area, len);
-		}
-	}
+	if (chance(t, 10))
+		fz_mmap_refused(t, fz_fd(t, file), out.map.mmap_offset,
+				out.map.length, out.map.map_id);
 
 	first = chance(t, 70) ? 0 : (size_t)rnd_below(t, out.map.length / page);
 	len = (size_t)out.map.length - first * page;
 	if (chance(t, 30))
 		len = (1 + rnd_below(t, len / page)) * page;
-	/* A guard page after the area. */
-	resv = mmap(NULL, len + page, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (resv == MAP_FAILED)
-		return;
-	area = mmap(resv, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED,
-		    fz_fd(t, file), (off_t)(out.map.mmap_offset + first * page));
-	if (area == MAP_FAILED) {
-		/* Another thread unmapped it first, or replaced the file. */
-		munmap(resv, len + page);
+	/* It fails if another thread unmapped it first, or replaced the file. */
+	if (fz_mmap(t, m, fz_fd(t, file), out.map.mmap_offset + first * page, len) &&
+	    chance(t, 10))
+		fz_unmap_id(t, m);
+}
+
+/*
+ * A named mapping of one of PEER's pools: its node opened, its size
+ * asked, mmap()ed (or a part) and closed; or one deleted, by force or
+ * not; or the list.
+ */
+static void fz_life_named(struct fz_thread *t)
+{
+	enum fz_file file = chance(t, 75) ? F_OWN : F_SHARED;
+	unsigned int r = (unsigned int)rnd_below(t, 10);
+	char path[sizeof("/dev/" RPAGE_MAP_NODE_DIR "/") + RPAGE_NAME_MAX];
+	union fz_arg out;
+	struct fz_map *m;
+	off_t size;
+	size_t len;
+	int fd;
+
+	if (r >= 5) {
+		fz_call(t, file, r < 9 ? _RPAGE_MAP_DEL : _RPAGE_MAP_LIST,
+			M_VALID, NULL);
 		return;
 	}
-	t->mmaps++;
-	m->area = area;
-	m->area_len = len;
+	m = fz_free_slot(t);
+	if (fz_call(t, file, _RPAGE_MAP_ADD, M_VALID, &out))
+		return;
+	m->map_id = out.add.map_id;
+	m->map_len = out.add.length;
+	m->named = true;
+	snprintf(path, sizeof(path), "/dev/%s/%.*s", RPAGE_MAP_NODE_DIR,
+		 RPAGE_NAME_MAX, out.add.name);
+	/* Deleted by another thread meanwhile, or not there yet. */
+	fd = open(path, O_RDWR | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	size = lseek(fd, 0, SEEK_END);
+	if (size != (off_t)out.add.length)
+		fz_report(t, "lseek(SEEK_END) of %s: %lld, want %llu", path,
+			  (long long)size, (unsigned long long)out.add.length);
 	if (chance(t, 10))
-		fz_unmap_id(t, m);
+		fz_mmap_refused(t, fd, 0, out.add.length, out.add.map_id);
+	len = (size_t)out.add.length;
+	if (chance(t, 30))
+		len = (1 + rnd_below(t, len / page)) * page;
+	fz_mmap(t, m, fd, 0, len);
+	close(fd);
 }
 
 /*
@@ -2001,7 +2194,7 @@ static void fz_life_reopen(struct fz_thread *t)
 	t->fd = fd;
 	t->reopens++;
 	for (unsigned int i = 0; i < FZ_MAPS; i++)
-		if (!t->maps[i].shared)
+		if (!t->maps[i].shared && !t->maps[i].named)
 			t->maps[i].map_id = 0;
 }
 
@@ -2021,7 +2214,7 @@ static void fz_life_swap(struct fz_thread *t)
 	close(fd);
 	t->swaps++;
 	for (unsigned int i = 0; i < FZ_MAPS; i++)
-		if (t->maps[i].shared)
+		if (t->maps[i].shared && !t->maps[i].named)
 			t->maps[i].map_id = 0;
 }
 
@@ -2061,8 +2254,10 @@ static void fz_life(struct fz_thread *t)
 		fz_call(t, file, _RPAGE_POOL_DESTROY, M_VALID, NULL);
 	} else if (r < 200) {
 		fz_call(t, file, _RPAGE_POOL_EXPORT, M_VALID, NULL);
-	} else if (r < 320) {
+	} else if (r < 285) {
 		fz_life_map(t);
+	} else if (r < 320) {
+		fz_life_named(t);
 	} else if (r < 480) {
 		m = fz_pick_map(t, false, true);
 		if (!m) {
@@ -2111,7 +2306,7 @@ static void fz_life(struct fz_thread *t)
 		static const unsigned int lists[] = {
 			_RPAGE_DEVICE_LIST, _RPAGE_ENDPOINT_LIST, _RPAGE_PEER_LIST,
 			_RPAGE_POOL_LIST, _RPAGE_PEER_STATS, _RPAGE_DEVICE_STATS,
-			_RPAGE_PEER_FAULT_STATS, _RPAGE_PEER_STATUS,
+			_RPAGE_PEER_FAULT_STATS, _RPAGE_PEER_STATUS, _RPAGE_MAP_LIST,
 		};
 
 		fz_call(t, file, lists[rnd_below(t, ARRAY_LEN(lists))], M_VALID, NULL);
@@ -2346,9 +2541,28 @@ static int fz_cleanup(int fd, bool check)
 	struct rpage_endpoint_info *eps = NULL;
 	struct rpage_peer_info *peers = NULL;
 	struct rpage_pool_info *pools = NULL;
+	struct rpage_map_info *named = NULL;
 	void *buf = NULL;
 	int n, found = 0;
 
+	n = list_all(fd, rpage_map_list, sizeof(*named), &buf);
+	named = buf;
+	for (int i = 0; i < n; i++) {
+		struct rpage_map_del del = { .flags = RPAGE_MAP_DEL_FORCE };
+
+		if (strncmp(named[i].name, "fz-", 3))
+			continue;
+		found++;
+		memcpy(del.name, named[i].name, sizeof(del.name));
+		if (check)
+			printf("left behind: named mapping %.64s (%u users)\n",
+			       named[i].name, named[i].users);
+		else if (rpage_map_del(fd, &del))
+			fail("map del %.64s: %s", named[i].name, strerror(errno));
+	}
+	free(named);
+
+	buf = NULL;
 	n = list_all(fd, rpage_pool_list, sizeof(*pools), &buf);
 	pools = buf;
 	for (int i = 0; i < n; i++) {
@@ -2513,6 +2727,19 @@ int main(int argc, char **argv)
 	fd = open_rpage();
 	if (fd < 0 || !fz_find_peer(fd))
 		return 2;
+	{
+		struct rpage_api api = { .api = RPAGE_API };
+
+		if (rpage_api(fd, &api) < 0) {
+			fail("handshake: %s", strerror(errno));
+			return 2;
+		}
+		fz.module_ioctls = api.ioctls;
+		for (unsigned int nr = FZ_NR_CMDS; nr < 64; nr++)
+			if (api.ioctls & (1ULL << nr))
+				printf("# the module has a command the fuzzer does not know:"
+				       " nr %#x, tried with random bytes only\n", nr);
+	}
 	fz.max_pool = module_param("max_pool_mb", 1024) << 20;
 	fz.shared_fd = open_rpage();
 	if (fz.shared_fd < 0)
@@ -2551,8 +2778,8 @@ int main(int argc, char **argv)
 
 	/* Everything of the fuzzer's goes, and PEER's loss timeout comes back. */
 	left = fz_cleanup(fd, false);
-	printf("# cleanup: removed %d pools, peers and endpoints of the fuzzer's\n",
-	       left);
+	printf("# cleanup: removed %d named mappings, pools, peers and endpoints"
+	       " of the fuzzer's\n", left);
 	{
 		struct rpage_peer_set set = { .mask = RPAGE_PEER_SET_LOSS_TIMEOUT,
 					      .loss_timeout_ms = fz.self_loss_ms };
