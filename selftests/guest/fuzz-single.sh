@@ -4,11 +4,13 @@
 # 100,000 seeded calls at /dev/rpage from 4 threads (random command
 # numbers, valid commands with random or mangled arguments, bad
 # pointers) while their pools, exports and mappings of the peer "self"
-# (this host, over rxe loopback) race to be created and destroyed.
+# (this host, over rxe loopback), named mappings included, race to be
+# created and destroyed.
 # Afterwards the host must still serve its own pools, nothing the
 # fuzzer made may be left, rpage.ko must unload and rxe0 must hold what
 # it held before rpage.ko came. The kernel log is the harness's to
-# judge (the guest runs with slub_debug). Sourced by hostile.sh;
+# judge (the guest runs with slub_debug), but for freed memory printed
+# as a string, which SLUB does not report. Sourced by hostile.sh;
 # RPAGE_FUZZ_SEED, RPAGE_FUZZ_CALLS and RPAGE_FUZZ_MAX_S change the run.
 . "$RPAGE_REPO/selftests/guest/lib.sh"
 
@@ -18,6 +20,8 @@ FUZZ_SEED=${RPAGE_FUZZ_SEED:-13}
 FUZZ_CALLS=${RPAGE_FUZZ_CALLS:-100000}
 FUZZ_MAX_S=${RPAGE_FUZZ_MAX_S:-480}
 FUZZ_LOG=$RPAGE_OUT/fuzz.log
+# The kernel's log while the fuzzer runs: more than its ring buffer holds.
+FUZZ_KMSG=$RPAGE_OUT/fuzz-kmsg.log
 
 # pd, cq, qp, cm_id and mr counts of rxe0.
 fuzz_rdma_resources() {
@@ -56,12 +60,17 @@ test_fuzz_setup() {
 }
 
 test_fuzz_run() {
-	local rc calls start
+	local rc calls start kmsg
+	dmesg -w > "$FUZZ_KMSG" 2>&1 &
+	kmsg=$!
 	start=$(date +%s)
 	"$FUZZ_TOOL" -s "$FUZZ_SEED" -n "$FUZZ_CALLS" -j 4 -T "$FUZZ_MAX_S" \
 		> "$FUZZ_LOG" 2>&1
 	rc=$?
 	echo "fuzzer exited $rc after $(( $(date +%s) - start )) s"
+	sleep 1
+	kill "$kmsg"
+	wait "$kmsg" 2>/dev/null
 	tail -n 60 "$FUZZ_LOG"
 	if [ "$rc" -ne 0 ]; then
 		fuzz_dmesg_tail
@@ -71,6 +80,16 @@ test_fuzz_run() {
 	calls=$(sed -n 's/^summary: .* calls \([0-9]*\) .*/\1/p' "$FUZZ_LOG")
 	[ "${calls:-0}" -ge "$FUZZ_CALLS" ] ||
 		fail "${calls:-no} calls in ${FUZZ_MAX_S} s, want $FUZZ_CALLS"
+}
+
+# Slab poisoning (slub_debug=P) fills freed objects with 0x6b, 'k': a
+# string rpage reads from freed memory prints as a run of k's. SLUB
+# itself only notices writes to freed memory.
+test_fuzz_no_freed_memory_printed() {
+	local lines
+	lines=$(grep -a 'kkkkkkkkkkkkkkkk' "$FUZZ_KMSG" | cut -c1-300 | cat -v)
+	[ -z "$lines" ] || fail "the kernel printed freed memory:
+$lines"
 }
 
 test_fuzz_host_still_serves() {
@@ -87,21 +106,26 @@ test_fuzz_host_still_serves() {
 		fail "pool 2 lost its pattern"
 }
 
-# Pools (kernel and exported), peers and endpoints as before the fuzzer;
-# mappings and exports went with its files: no one holds /dev/rpage open
-# or mapped, so the module's count of users is 0.
+# Pools (kernel and exported), peers and endpoints as before the fuzzer,
+# no named mapping; mappings and exports went with its files: no one
+# holds /dev/rpage or a node of /dev/rpage-map open or mapped, so the
+# module's count of users is 0.
 test_fuzz_left_nothing() {
-	local pools peers eps maps
+	local pools peers eps named maps
 	pools=$("$RPAGECTL" -j pool show | jq -c '[.[].id] | sort')
 	peers=$("$RPAGECTL" -j peer show | jq -c '[.[].name]')
 	eps=$("$RPAGECTL" -j endpoint show | jq -c '[.[] | "\(.addr):\(.port)"]')
-	echo "pools $pools, peers $peers, endpoints $eps"
+	named=$("$RPAGECTL" -j map show | jq -c '[.[].name]')
+	echo "pools $pools, peers $peers, endpoints $eps, named mappings $named"
 	expect_eq "$pools" "[1,2]" "pools" || return
 	expect_eq "$peers" '["self"]' "peers" || return
 	expect_eq "$eps" "[\"$RPAGE_IP:7471\"]" "endpoints" || return
+	expect_eq "$named" "[]" "named mappings" || return
+	[ -z "$(ls -A /dev/rpage-map 2>/dev/null)" ] ||
+		fail "nodes left: $(ls /dev/rpage-map)" || return
 	wait_until 30 fuzz_remote_pools_are "[1,2]" ||
 		fail "pools self announces: $(fuzz_remote_pools)" || return
-	maps=$(grep -l /dev/rpage /proc/[0-9]*/maps 2>/dev/null)
+	maps=$(grep -l -e /dev/rpage -e rpage-map /proc/[0-9]*/maps 2>/dev/null)
 	[ -z "$maps" ] || fail "/dev/rpage still mapped: $maps" || return
 	expect_eq "$(cat /sys/module/rpage/refcnt)" 0 "rpage.ko's users"
 }
@@ -121,6 +145,7 @@ echo "# rxe0 without rpage: $FUZZ_RXE_BARE"
 tap_begin fuzz
 run_test module_loaded_and_self_connected test_fuzz_setup
 run_test fuzzer_runs_clean test_fuzz_run
+run_test no_freed_memory_in_the_log test_fuzz_no_freed_memory_printed
 run_test host_still_serves_its_pools test_fuzz_host_still_serves
 run_test nothing_of_the_fuzzer_left test_fuzz_left_nothing
 run_test module_unloads test_fuzz_unload
