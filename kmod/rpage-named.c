@@ -283,10 +283,14 @@ long rpage_ioctl_map_add(struct rpage_file *rfile, void __user *argp)
 		goto err_table;
 	list_add_tail(&n->entry, &rpage_named_list);
 	arg.map_id = n->map->id;
-	mutex_unlock(&rpage_named_lock);
 	pr_info("map %s: peer %s pool %llu, %llu bytes at %llu, node /dev/%s/%s\n",
 		arg.name, n->peer_name, arg.pool_id, arg.length, arg.offset,
 		RPAGE_MAP_NODE_DIR, arg.name);
+	/*
+	 * From here on a MAP_DEL may free @n at any time: nothing of it is
+	 * touched after the unlock.
+	 */
+	mutex_unlock(&rpage_named_lock);
 	/* Made; a caller that cannot read the id finds it in the list. */
 	return put_user(arg.map_id, &uarg->map_id) ? -EFAULT : 0;
 
