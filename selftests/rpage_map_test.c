@@ -1431,12 +1431,13 @@ TEST_F_TIMEOUT(map, named_map_rejects_bad_arguments, 120)
 	add = named_add(self, "t-named", POOL_A, size);
 	ASSERT_EQ(0, rpage_map_add(self->fd, &add));
 	EXPECT_NE(0, add.map_id);
-	add = named_add(self, "t-named", POOL_A, size);
-	EXPECT_EQ(-EEXIST, rpage_map_add(self->fd, &add));
 
 	/* Its id serves the stats; UNMAP through a file never takes it. */
 	struct rpage_map_stats st = { .map_id = add.map_id };
 	struct rpage_unmap unmap = { .map_id = add.map_id };
+
+	add = named_add(self, "t-named", POOL_A, size);
+	EXPECT_EQ(-EEXIST, rpage_map_add(self->fd, &add));
 
 	EXPECT_EQ(0, rpage_map_stats(self->fd, &st));
 	EXPECT_EQ(-ENOENT, rpage_map_destroy(self->fd, &unmap));
