@@ -37,7 +37,6 @@
  * @dev: its device; frees the structure when the last reference goes.
  * @entry: link in rpage_named_list.
  * @map: the mapping, referenced until RPAGE_IOC_MAP_DEL.
- * @peer_name: its peer's name, for the list.
  * @uid: owner of the node.
  * @gid: group of the node.
  * @mode: permission bits of the node.
@@ -46,7 +45,6 @@ struct rpage_named {
 	struct device dev;
 	struct list_head entry;
 	struct rpage_mapping *map;
-	char peer_name[RPAGE_NAME_MAX];
 	kuid_t uid;
 	kgid_t gid;
 	umode_t mode;
@@ -181,33 +179,31 @@ static bool rpage_named_name_valid(const char *name)
 	return rpage_name_valid(name) && strcmp(name, ".") && strcmp(name, "..");
 }
 
-static int rpage_named_check(const struct rpage_map_add *arg)
+/*
+ * Checks what RPAGE_IOC_MAP_ADD asks beyond a mapping's own arguments,
+ * which it puts in @m for rpage_map_check() and rpage_map_new().
+ */
+static int rpage_named_check(const struct rpage_map_add *arg,
+			     struct rpage_map *m)
 {
-	const struct rpage_map m = {
-		.flags = arg->flags, .offset = arg->offset, .length = arg->length,
-	};
-
 	if (!rpage_named_name_valid(arg->name) || arg->mode & ~0777U ||
 	    arg->reserved0 || memchr_inv(arg->reserved, 0, sizeof(arg->reserved)))
 		return -EINVAL;
-	if (!uid_valid(make_kuid(current_user_ns(), arg->uid)) ||
-	    !gid_valid(make_kgid(current_user_ns(), arg->gid)))
-		return -EINVAL;
-	return rpage_map_check(&m);
-}
-
-/* The mapping of @arg, with its own inode, not yet in the table. */
-static struct rpage_mapping *rpage_named_map_new(const struct rpage_map_add *arg)
-{
-	const struct rpage_map m = {
+	*m = (struct rpage_map) {
 		.peer_id = arg->peer_id, .flags = arg->flags,
 		.pool_id = arg->pool_id, .offset = arg->offset,
 		.length = arg->length,
 	};
+	return rpage_map_check(m);
+}
+
+/* The mapping of @m, with its own inode, not yet in the table. */
+static struct rpage_mapping *rpage_named_map_new(const struct rpage_map *m)
+{
 	struct rpage_mapping *map;
 	struct inode *inode;
 
-	map = rpage_map_new(&m);
+	map = rpage_map_new(m);
 	if (IS_ERR(map))
 		return map;
 	inode = alloc_anon_inode(rpage_named_mnt->mnt_sb);
@@ -232,14 +228,21 @@ long rpage_ioctl_map_add(struct rpage_file *rfile, void __user *argp)
 	struct rpage_map_add __user *uarg = argp;
 	struct rpage_map_add arg;
 	struct rpage_named *n;
+	struct rpage_map m;
+	kuid_t uid;
+	kgid_t gid;
 	u32 minor;
 	int ret;
 
 	if (copy_from_user(&arg, argp, sizeof(arg)))
 		return -EFAULT;
-	ret = rpage_named_check(&arg);
+	ret = rpage_named_check(&arg, &m);
 	if (ret)
 		return ret;
+	uid = make_kuid(current_user_ns(), arg.uid);
+	gid = make_kgid(current_user_ns(), arg.gid);
+	if (!uid_valid(uid) || !gid_valid(gid))
+		return -EINVAL;
 
 	n = kzalloc(sizeof(*n), GFP_KERNEL);
 	if (!n)
@@ -248,22 +251,21 @@ long rpage_ioctl_map_add(struct rpage_file *rfile, void __user *argp)
 	n->dev.class = &rpage_named_class;
 	n->dev.type = &rpage_named_type;
 	INIT_LIST_HEAD(&n->entry);
-	n->uid = make_kuid(current_user_ns(), arg.uid);
-	n->gid = make_kgid(current_user_ns(), arg.gid);
+	n->uid = uid;
+	n->gid = gid;
 	n->mode = arg.mode;
 	ret = dev_set_name(&n->dev, "%s", arg.name);
 	if (ret) {
 		put_device(&n->dev);
 		return ret;
 	}
-	n->map = rpage_named_map_new(&arg);
+	n->map = rpage_named_map_new(&m);
 	if (IS_ERR(n->map)) {
 		ret = PTR_ERR(n->map);
 		n->map = NULL;
 		put_device(&n->dev);
 		return ret;
 	}
-	strscpy(n->peer_name, n->map->peer->name, sizeof(n->peer_name));
 
 	mutex_lock(&rpage_named_lock);
 	if (rpage_named_find(arg.name)) {
@@ -284,7 +286,7 @@ long rpage_ioctl_map_add(struct rpage_file *rfile, void __user *argp)
 	list_add_tail(&n->entry, &rpage_named_list);
 	arg.map_id = n->map->id;
 	pr_info("map %s: peer %s pool %llu, %llu bytes at %llu, node /dev/%s/%s\n",
-		arg.name, n->peer_name, arg.pool_id, arg.length, arg.offset,
+		arg.name, n->map->peer->name, arg.pool_id, arg.length, arg.offset,
 		RPAGE_MAP_NODE_DIR, arg.name);
 	/*
 	 * From here on a MAP_DEL may free @n at any time: nothing of it is
@@ -329,12 +331,12 @@ static void rpage_named_remove(struct rpage_named *n, bool force)
 }
 
 /*
- * In use: opened or mapped by some process, or a call is under way on
- * it. The table and this list hold one reference each.
+ * Its open files, mapped areas and calls under way: every reference but
+ * the table's and this list's.
  */
-static bool rpage_named_busy(const struct rpage_named *n)
+static unsigned int rpage_named_users(const struct rpage_named *n)
 {
-	return kref_read(&n->map->ref) > 2;
+	return kref_read(&n->map->ref) - 2;
 }
 
 long rpage_ioctl_map_del(struct rpage_file *rfile, void __user *argp)
@@ -358,7 +360,7 @@ long rpage_ioctl_map_del(struct rpage_file *rfile, void __user *argp)
 		return -ENOENT;
 	}
 	/* Opens take their reference under the lock: no new user slips in. */
-	if (!force && rpage_named_busy(n)) {
+	if (!force && rpage_named_users(n)) {
 		mutex_unlock(&rpage_named_lock);
 		return -EBUSY;
 	}
@@ -404,7 +406,7 @@ static u32 rpage_named_fill(void *entries, u32 filled, void *ctx)
 			struct rpage_mapping *map = n->map;
 
 			strscpy(info->name, dev_name(&n->dev), sizeof(info->name));
-			strscpy(info->peer, n->peer_name, sizeof(info->peer));
+			strscpy(info->peer, map->peer->name, sizeof(info->peer));
 			info->peer_id = map->peer->id;
 			info->flags = map->flags;
 			info->pool_id = map->pool_id;
@@ -412,7 +414,7 @@ static u32 rpage_named_fill(void *entries, u32 filled, void *ctx)
 			info->length = (u64)map->nr_pages << PAGE_SHIFT;
 			info->map_id = map->id;
 			info->pages_local = rpage_named_pages_local(map);
-			info->users = kref_read(&map->ref) - 2;
+			info->users = rpage_named_users(n);
 			info->uid = from_kuid_munged(current_user_ns(), n->uid);
 			info->gid = from_kgid_munged(current_user_ns(), n->gid);
 			info->mode = n->mode;
