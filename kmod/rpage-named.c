@@ -274,8 +274,12 @@ long rpage_ioctl_map_add(struct rpage_file *rfile, void __user *argp)
 	}
 	ret = xa_alloc(&rpage_named_minors, &minor, n,
 		       XA_LIMIT(0, RPAGE_NAMED_MINORS - 1), GFP_KERNEL);
-	if (ret)
+	if (ret) {
+		/* xa_alloc() says EBUSY when every minor is taken. */
+		if (ret == -EBUSY)
+			ret = -ENOSPC;
 		goto err_unlock;
+	}
 	n->dev.devt = MKDEV(MAJOR(rpage_named_devt), minor);
 	ret = rpage_map_insert(n->map);
 	if (ret)
