@@ -44,6 +44,12 @@ static bool map_name_valid(const char *name)
 	       strcmp(name, ".") && strcmp(name, "..");
 }
 
+static int map_name_error(const char *what, const char *name)
+{
+	return usage_error("%s: NAME '%s' must be 1 to 63 of [A-Za-z0-9._-], not . or ..",
+			   what, name);
+}
+
 /* A user or group, by name or number, into @id; 0 or a usage error. */
 static int parse_owner(const char *subject, const char *what, const char *text,
 		       bool group, __u32 *id)
@@ -116,7 +122,6 @@ static const char *map_add_words(int err)
 struct map_add_args {
 	const char *peer;
 	const char *pool_text;
-	const char *offset_text;
 	const char *length_text;
 	struct rpage_map_add add;
 };
@@ -155,7 +160,6 @@ static int map_add_parse(const char *subject, int argc, char **argv,
 			if (ret)
 				return ret;
 			a->add.offset = v;
-			a->offset_text = val;
 		} else if (matches(key, "length")) {
 			ret = parse_bytes(subject, "length", val, false, &v);
 			if (ret)
@@ -201,8 +205,7 @@ static int map_add(int argc, char **argv)
 		return usage_error("%s: missing NAME", what);
 	snprintf(subject, sizeof(subject), "%s %s", what, argv[0]);
 	if (!map_name_valid(argv[0]))
-		return usage_error("%s: NAME '%s' must be 1 to 63 of [A-Za-z0-9._-], not . or ..",
-				   what, argv[0]);
+		return map_name_error(what, argv[0]);
 	strcpy(a.add.name, argv[0]);
 	ret = map_add_parse(subject, argc - 1, argv + 1, &a);
 	if (ret)
@@ -247,8 +250,7 @@ static int map_del(int argc, char **argv)
 		return usage_error("%s: missing NAME", what);
 	memset(&del, 0, sizeof(del));
 	if (!map_name_valid(argv[0]))
-		return usage_error("%s: NAME '%s' must be 1 to 63 of [A-Za-z0-9._-], not . or ..",
-				   what, argv[0]);
+		return map_name_error(what, argv[0]);
 	strcpy(del.name, argv[0]);
 	for (int i = 1; i < argc; i++) {
 		if (!matches(argv[i], "force"))
