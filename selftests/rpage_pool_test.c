@@ -425,6 +425,64 @@ TEST_F(pool, export_rejects_bad_arguments)
 	EXPECT_EQ(0, find_pool(self->fd, POOL_A, NULL));
 }
 
+/* RPAGE_IOC_POOL_FILE of @fd: @pages pages from page @first. */
+static int file_pool(int fd, __u64 id, int file, uint64_t first,
+		     uint64_t pages, __u32 flags)
+{
+	struct rpage_pool_file pf = {
+		.id = id, .fd = file, .flags = flags,
+		.offset = first * page, .length = pages * page,
+	};
+
+	return rpage_pool_file(fd, &pf);
+}
+
+TEST_F(pool, file_pool_rejects_bad_arguments)
+{
+	struct rpage_pool_file pf;
+	int mem, ro, disk;
+	char path[64];
+
+	/* A 4-page memfd, the same opened read-only, and a file on disk. */
+	mem = memfd_create("rpage-file-pool", MFD_CLOEXEC);
+	ASSERT_LE(0, mem);
+	ASSERT_EQ(0, ftruncate(mem, 4 * page));
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", mem);
+	ro = open(path, O_RDONLY | O_CLOEXEC);
+	ASSERT_LE(0, ro);
+	disk = open("/etc/hostname", O_RDONLY | O_CLOEXEC);
+	ASSERT_LE(0, disk);
+
+	EXPECT_EQ(-EINVAL, file_pool(self->fd, 0, mem, 0, 1, 0));
+	EXPECT_EQ(-EINVAL, file_pool(self->fd, POOL_A, mem, 0, 0, 0));
+	EXPECT_EQ(-EINVAL, file_pool(self->fd, POOL_A, mem, 0, 1, 0x2));
+	pf = (struct rpage_pool_file) { .id = POOL_A, .fd = mem, .offset = 8,
+					.length = page };
+	EXPECT_EQ(-EINVAL, rpage_pool_file(self->fd, &pf));
+	for (int r = 0; r < 4; r++) {
+		pf = (struct rpage_pool_file) { .id = POOL_A, .fd = mem,
+						.length = page };
+		pf.reserved[r] = 1;
+		EXPECT_EQ(-EINVAL, rpage_pool_file(self->fd, &pf)) {
+			TH_LOG("reserved[%d] set", r);
+		}
+	}
+	EXPECT_EQ(-EBADF, file_pool(self->fd, POOL_A, -1, 0, 1, 0));
+	EXPECT_EQ(-EBADF, file_pool(self->fd, POOL_A, ro, 0, 1,
+				    RPAGE_POOL_WRITABLE));
+	EXPECT_EQ(-EOPNOTSUPP, file_pool(self->fd, POOL_A, disk, 0, 1, 0));
+	EXPECT_EQ(-ERANGE, file_pool(self->fd, POOL_A, mem, 3, 2, 0));
+	EXPECT_EQ(0, find_pool(self->fd, POOL_A, NULL));
+
+	/* The good one, read-only through a read-only file; then taken. */
+	EXPECT_EQ(0, file_pool(self->fd, POOL_A, ro, 1, 3, 0));
+	EXPECT_EQ(-EEXIST, file_pool(self->fd, POOL_A, mem, 0, 1, 0));
+	EXPECT_EQ(0, destroy_pool(self->fd, POOL_A));
+	close(disk);
+	close(ro);
+	close(mem);
+}
+
 TEST_F(pool, export_needs_mapped_memory)
 {
 	unsigned char *mem = map_pages(self, 4, PROT_READ | PROT_WRITE);
