@@ -324,23 +324,49 @@ static void rpage_prefetch_done(struct rpage_xfer *x, unsigned long first,
 }
 
 /*
+ * How many of @nr pages a prefetch may take now: what the host has
+ * available (free, and page cache it could reclaim) above the reserve
+ * of prefetch_reserve_pct. A fault's own page is not speculative and is
+ * not held to it.
+ */
+static unsigned long rpage_prefetch_allowance(struct rpage_prefetch_run *run,
+					      unsigned long nr)
+{
+	unsigned int pct = READ_ONCE(rpage_prefetch_reserve_pct);
+	unsigned long reserve;
+	long avail;
+
+	if (run->for_fault || !pct)
+		return nr;
+	reserve = totalram_pages() / 100 * pct;
+	avail = si_mem_available();
+	if (avail <= 0 || (unsigned long)avail <= reserve)
+		return 0;
+	return min_t(unsigned long, nr, avail - reserve);
+}
+
+/*
  * Allocates the pages of @chunk, charged to the memory cgroup of the
  * process that made the mapping; returns how many it got. A prefetch
- * never makes the kernel kill a process for memory: it stops instead.
+ * never makes the kernel kill a process for memory, nor takes the
+ * host's reserve: it stops instead. *@low says it stopped for the
+ * reserve rather than for a failed allocation.
  */
 static unsigned long rpage_prefetch_alloc_pages(struct rpage_prefetch_run *run,
-						struct rpage_prefetch_chunk *chunk)
+						struct rpage_prefetch_chunk *chunk,
+						bool *low)
 {
+	unsigned long i, nr = rpage_prefetch_allowance(run, chunk->nr);
 	struct mem_cgroup *old = set_active_memcg(run->map->memcg);
-	unsigned long i;
 
-	for (i = 0; i < chunk->nr; i++) {
+	for (i = 0; i < nr; i++) {
 		chunk->pages[i] = alloc_page(GFP_HIGHUSER | __GFP_ACCOUNT |
 					     __GFP_NORETRY | __GFP_NOWARN);
 		if (!chunk->pages[i])
 			break;
 	}
 	set_active_memcg(old);
+	*low = i == nr && nr < chunk->nr;
 	return i;
 }
 
@@ -356,9 +382,10 @@ static bool rpage_prefetch_read_chunk(struct rpage_prefetch_run *run)
 	struct rpage_xfer_range range;
 	unsigned long i, ready;
 	struct rpage_xfer x;
+	bool low;
 	int ret = 0;
 
-	ready = rpage_prefetch_alloc_pages(run, chunk);
+	ready = rpage_prefetch_alloc_pages(run, chunk, &low);
 	if (ready) {
 		rpage_map_xfer_init(run->map, &x, &range, false);
 		range.index = chunk->index;
@@ -372,9 +399,11 @@ static bool rpage_prefetch_read_chunk(struct rpage_prefetch_run *run)
 		ret = rpage_xfer(&x);
 	}
 	if (ready < chunk->nr) {
-		pr_info_ratelimited("mapping %u: prefetch stopped, out of memory, with %lu pages left unfetched\n",
-				    run->map->id, chunk->nr - ready +
-				    run->ahead.nr + run->left);
+		pr_info_ratelimited("mapping %u: prefetch stopped, %s, with %lu pages left unfetched\n",
+				    run->map->id, low ?
+				    "memory down to prefetch_reserve_pct" :
+				    "out of memory",
+				    chunk->nr - ready + run->ahead.nr + run->left);
 		for (i = ready; i < chunk->nr; i++)
 			rpage_prefetch_drop(run, chunk, i);
 		ret = -ENOMEM;

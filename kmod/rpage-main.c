@@ -131,6 +131,18 @@ unsigned int rpage_max_inbound_qps = 32;
 rpage_uint_param(max_inbound_qps, rpage_max_inbound_qps, 2, 1024, 0644);
 MODULE_PARM_DESC(max_inbound_qps, "Queue pairs one peer may have open to this host; more are refused and counted (2 to 1024)");
 
+/*
+ * What a prefetch leaves the rest of the host. Its pages cannot be
+ * reclaimed, so a prefetch that took memory down to the allocator's
+ * last watermark would leave the host to thrash on its own page cache
+ * and starve its network stack (a TCG guest with 1.5 GiB stopped
+ * answering its peer's heartbeats that way). 3% is 30 MiB of a GiB,
+ * 7.5 GiB of 256 GiB.
+ */
+unsigned int rpage_prefetch_reserve_pct = 3;
+rpage_uint_param(prefetch_reserve_pct, rpage_prefetch_reserve_pct, 0, 50, 0644);
+MODULE_PARM_DESC(prefetch_reserve_pct, "Memory a prefetch or read-ahead leaves to the rest of the host, in percent of RAM: it stops once the memory available (MemAvailable) falls below that (0 to 50; 0: only when an allocation fails)");
+
 struct workqueue_struct *rpage_wq;
 
 /**

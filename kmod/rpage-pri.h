@@ -56,6 +56,7 @@ extern unsigned int rpage_ack_timeout;
 extern unsigned int rpage_max_remote_pools;
 extern unsigned int rpage_max_remote_regions;
 extern unsigned int rpage_max_inbound_qps;
+extern unsigned int rpage_prefetch_reserve_pct;
 
 /* Heartbeats that may go unanswered before a peer counts as gone. */
 #define RPAGE_HEARTBEAT_MISSES	5

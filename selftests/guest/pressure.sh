@@ -20,20 +20,44 @@ dmesg_since() {
 	dmesg | tail -n "+$1"
 }
 
+# mem_available_kib: MemAvailable of /proc/meminfo.
+mem_available_kib() {
+	awk '/^MemAvailable:/ { print $2 }' /proc/meminfo
+}
+
 # A background prefetch never invokes the OOM killer: it stops, says
-# how many pages it left, and the bystander lives.
+# how many pages it left, and the bystander lives. Nor does it take the
+# memory the rest of the host needs: MemAvailable stays above half of
+# prefetch_reserve_pct of RAM all along (sampled each second), and the
+# host keeps answering its peer (no reconnection; when it did not, rxe
+# starved and the peer's heartbeats went unanswered).
 pressure_prefetch_b() {
-	local hog_pid mark out=/tmp/pressure.out rc=0
+	local hog_pid pf_pid mark out=/tmp/pressure.out rc=0
+	local pct total reserve avail low reconnects
 	rm -f /tmp/hog.ready
 	"$FAULT" hog 400M --ready /tmp/hog.ready &
 	hog_pid=$!
 	wait_until 60 test -e /tmp/hog.ready || { kill "$hog_pid"; fail "hog not ready"; return; }
 	grep -E 'MemTotal|MemAvailable' /proc/meminfo
+	# A module without the parameter is held to its default.
+	pct=$(cat /sys/module/rpage/parameters/prefetch_reserve_pct 2> /dev/null || echo 3)
+	total=$(awk '/^MemTotal:/ { print $2 }' /proc/meminfo)
+	reserve=$(( total / 100 * pct ))
+	reconnects=$(peer_field a reconnects)
 	mark=$(( $(dmesg | wc -l) + 1 ))
-	"$FAULT" prefetch a 7 1G --depth 64 --no-touch > "$out" 2>&1 || rc=1
+	"$FAULT" prefetch a 7 1G --depth 64 --no-touch > "$out" 2>&1 &
+	pf_pid=$!
+	low=$(mem_available_kib)
+	while kill -0 "$pf_pid" 2> /dev/null; do
+		avail=$(mem_available_kib)
+		[ "$avail" -lt "$low" ] && low=$avail
+		sleep 1
+	done
+	wait "$pf_pid" || rc=1
 	cat "$out"
+	echo "prefetch_reserve_pct $pct: ${reserve} kB; lowest MemAvailable seen ${low} kB"
 	"$RPAGECTL" stat peer a | sed -n 2p
-	dmesg_since "$mark" | grep -E "prefetch stopped|oom|Out of memory|Killed process" | head -n 5
+	dmesg_since "$mark" | grep -E "prefetch stopped|oom|Out of memory|Killed process|peer a:" | head -n 5
 	kill -0 "$hog_pid" 2> /dev/null || { echo "FAIL: the bystander died"; rc=1; }
 	kill "$hog_pid"
 	wait "$hog_pid" 2> /dev/null
@@ -41,8 +65,17 @@ pressure_prefetch_b() {
 		echo "FAIL: the OOM killer ran"
 		rc=1
 	fi
+	if [ "$low" -lt $(( reserve / 2 )) ]; then
+		echo "FAIL: MemAvailable fell to $low kB, under half the reserve"
+		rc=1
+	fi
+	if [ "$(peer_field a reconnects)" != "$reconnects" ] || ! peer_is a connected; then
+		echo "FAIL: the connection to a did not hold"
+		"$RPAGECTL" peer show
+		rc=1
+	fi
 	# All of it read, or stopped with the pages it left said.
-	if ! dmesg_since "$mark" | grep -q "prefetch stopped, out of memory, with [0-9]* pages left"; then
+	if ! dmesg_since "$mark" | grep -qE "prefetch stopped, [a-z_ ]*, with [0-9]* pages left"; then
 		grep -q "pages=262144 " "$out" &&
 			[ "$("$RPAGECTL" -j stat peer a | jq '.peers[0].fault.prefetched')" -ge 262144 ] ||
 			{ echo "FAIL: neither read all nor stopped"; rc=1; }
