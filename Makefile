@@ -9,7 +9,9 @@
 #   make check                every test, in QEMU guests (README.md)
 #   make check-debug          the guests' tests on a KASAN, lockdep and
 #                             kmemleak kernel built here (once, cached)
-#   make demo                 the two-host demo, in QEMU guests
+#   make demo                 the two-host demo, in QEMU guests: a VM
+#                             moved from host A to host B without its RAM
+#   make demo-faults          host B faulting in host A's pool
 #   make bench                rpage against its baselines, in QEMU guests
 #   make install              library, headers, rpagectl, man pages
 
@@ -58,8 +60,8 @@ TEST_TOOLS := rpage_pattern rpage_fault rpage-bench rpage_ioctl_fuzz
 TEST_BINS := $(addprefix $(O_USER)/selftests/,$(TEST_PROGS) $(RDMA_PEERS) \
 	$(TEST_TOOLS))
 
-.PHONY: all module user selftests check check-debug demo bench install clean \
-	checkpatch sparse deps
+.PHONY: all module user selftests check check-debug demo demo-faults bench \
+	install clean checkpatch sparse deps
 
 all: module user
 
@@ -103,7 +105,19 @@ $(KSELFTEST_DIR)/kselftest_harness.h:
 		tools/testing/selftests/kselftest.h \
 		tools/testing/selftests/kselftest_harness.h
 
-selftests: $(TEST_BINS)
+MBGUEST := $(O_USER)/selftests/rpage_mbguest
+
+selftests: $(TEST_BINS) $(MBGUEST)
+
+# The guest of the VM demo: a freestanding 32-bit multiboot program that
+# QEMU boots with -kernel (selftests/guest/vmmove.sh).
+$(MBGUEST): selftests/rpage_mbguest.c selftests/rpage_mbguest.ld
+	@mkdir -p $(dir $@)
+	$(CC) -m32 -std=gnu11 $(WARN) -O2 -ffreestanding -fno-pic -fno-pie \
+		-fno-stack-protector -fno-asynchronous-unwind-tables -nostdlib \
+		-static -Wl,-melf_i386 -Wl,--build-id=none \
+		-Wl,--no-warn-rwx-segments -Wl,-T,selftests/rpage_mbguest.ld \
+		-o $@ $<
 
 # A peer built on rdma-core alone (librdmacm), to speak to rpage.ko as a
 # foreign host would.
@@ -154,6 +168,9 @@ check-debug:
 
 demo:
 	./selftests/vm/demo.sh
+
+demo-faults:
+	./selftests/vm/demo.sh selftests/guest/demo-faults.sh
 
 bench:
 	./selftests/vm/bench.sh

@@ -1,54 +1,35 @@
 # SPDX-License-Identifier: GPL-2.0
 #
-# The demo's job on each host. Host A exports 64 MiB of a process's
-# memory filled with a known pattern; host B maps it, touches every page
-# from four threads in a random order - each first touch a page fault
-# that rpage.ko serves with an RDMA READ from A - checks every byte, and
-# shows the fault-latency percentiles.
+# The demo's job on each host (make demo): a VM running on host A moves
+# to host B without its memory. A runs stock QEMU with a small guest
+# whose RAM is a tmpfs file and exports that file as a pool; B maps the
+# pool by name (/dev/rpage-map/vm), starts QEMU on it, moves the VM's
+# device state over with x-ignore-shared and runs it: each first touch
+# of a page by the VM is a page fault rpage.ko serves with an RDMA READ
+# from A. B pulls the rest, A lets go of its pool and QEMU, and the VM
+# goes on checking its memory on B (selftests/guest/vmmove.sh).
 . "$RPAGE_REPO/selftests/guest/lib.sh"
-set -e
+. "$RPAGE_REPO/selftests/guest/vmmove.sh"
 
-PATTERN=$SELFTESTS/rpage_pattern
-FAULT=$SELFTESTS/rpage_fault
 PEER=$RPAGE_PEER_NODE
 
-step() {
-	echo "\$ $*"
-	"$@"
-}
-
-pool_announced() {
-	"$RPAGECTL" -j pool show remote | jq -e 'any(.[]; .peer == "a" and .id == 1)'
-}
-
 rxe_up
-rpage_load
+rpage_load || exit 1
 echo "host $RPAGE_NODE: $(uname -r), $RPAGE_IP"
-step rpagectl version
-step rpagectl device show
-step rpagectl endpoint add "$RPAGE_IP"
-step rpagectl peer add "$PEER" addr "$RPAGE_PEER_IP"
-wait_until 90 peer_is "$PEER" connected
-step rpagectl peer show
+vm_step "$RPAGECTL" version
+vm_step "$RPAGECTL" endpoint add "$RPAGE_IP" || exit 1
+vm_step "$RPAGECTL" peer add "$PEER" addr "$RPAGE_PEER_IP" || exit 1
+wait_until 90 peer_is "$PEER" connected || exit 1
+vm_step "$RPAGECTL" peer show
+barrier connected || exit 1
 
 if [ "$RPAGE_NODE" = a ]; then
-	echo "\$ rpage_pattern export 1 64M &   # 64 MiB of this process, pinned"
-	"$PATTERN" export 1 64M --ready /tmp/ready --until /tmp/until > /tmp/export.out &
-	wait_until 30 test -e /tmp/ready
-	step rpagectl pool show
-	barrier exported
-	barrier touched
-	touch /tmp/until
-	wait
+	test_vm_move_a
 else
-	barrier exported
-	wait_until 60 pool_announced
-	step rpagectl pool show remote
-	echo "\$ rpage_fault touch a 1 64M --threads 4 --order random"
-	"$FAULT" touch a 1 64M --threads 4 --order random --expect-faults 16384
-	step rpagectl stat peer a
-	barrier touched
+	test_vm_move_b
 fi
+rc=$?
+[ "$rc" = 0 ] && echo "host $RPAGE_NODE: done" || echo "host $RPAGE_NODE: FAILED"
 barrier done
 rpage_unload
-echo "host $RPAGE_NODE: rpage.ko unloaded"
+exit "$rc"

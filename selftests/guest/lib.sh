@@ -179,6 +179,12 @@ peer_field() {
 	"$RPAGECTL" -j peer show | jq -r --arg n "$1" ".[] | select(.name == \$n) | .$2"
 }
 
+# remote_pool_listed PEER ID: PEER announced its pool ID to this host.
+remote_pool_listed() {
+	"$RPAGECTL" -j pool show remote |
+		jq -e --arg p "$1" --argjson id "$2" 'any(.[]; .peer == $p and .id == $id)' > /dev/null
+}
+
 # endpoint_field FIELD: a field of the first endpoint.
 endpoint_field() {
 	"$RPAGECTL" -j endpoint show | jq -r ".[0].$1"

@@ -7,6 +7,7 @@
 . "$RPAGE_REPO/selftests/guest/lib.sh"
 . "$RPAGE_REPO/selftests/guest/ride.sh"
 . "$RPAGE_REPO/selftests/guest/pressure.sh"
+. "$RPAGE_REPO/selftests/guest/vmmove.sh"
 
 RPING_COUNT=20
 ROGUE=$SELFTESTS/rpage_rogue_peer
@@ -122,11 +123,6 @@ test_forgotten_peer_is_refused_b() {
 }
 
 PATTERN=$SELFTESTS/rpage_pattern
-
-remote_pool_listed() {
-	"$RPAGECTL" -j pool show remote |
-		jq -e --arg p "$1" --argjson id "$2" 'any(.[]; .peer == $p and .id == $id)'
-}
 
 # On A: a 64 MiB kernel pool with the pattern of (pool 1, offset), given
 # through A's own loopback peer, and 16 MiB of a process's memory.
@@ -314,6 +310,7 @@ if [ "$RPAGE_NODE" = a ]; then
 	run_test a_link_down_under_a_stalled_fault rt_do "$RT_STALL" test_rt_stall_a
 	run_test a_replaces_a_pool_b_maps rt_do "$RT_REPLACED" test_rt_replaced_a
 	run_test a_exports_1g_under_pressure rt_do "$PRESSURE" test_pressure_pool_a
+	run_test a_runs_a_vm_that_b_takes_over rt_do "$VM_BARRIERS" test_vm_move_a
 else
 	barrier pools-ready
 	run_test b_reads_every_page_of_both_pools_librpage test_b_reads_every_page_librpage
@@ -339,6 +336,7 @@ else
 	run_test b_mapping_never_reads_a_replaced_pool rt_do "$RT_REPLACED" test_rt_replaced_b
 	run_test b_background_prefetch_never_ooms rt_do pressure-pool test_pressure_prefetch_b
 	run_test b_memcg_limits_what_a_process_faults_in rt_do pressure-done test_pressure_memcg_b
+	run_test b_takes_over_a_vm_without_its_memory rt_do "$VM_BARRIERS" test_vm_move_b
 fi
 barrier done
 if [ "$RPAGE_NODE" = a ]; then

@@ -7,11 +7,6 @@
 PATTERN=$SELFTESTS/rpage_pattern
 SELF=$RPAGE_IP
 
-remote_pool_listed() {
-	"$RPAGECTL" -j pool show remote |
-		jq -e --arg p "$1" --argjson id "$2" 'any(.[]; .peer == $p and .id == $id)'
-}
-
 local_pool_listed() {
 	"$RPAGECTL" -j pool show | jq -e --argjson id "$1" 'any(.[]; .id == $id)'
 }

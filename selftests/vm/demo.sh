@@ -3,10 +3,13 @@
 #
 # The two-host demo: boots host A and host B as QEMU guests of one
 # Debian kernel (the first of RPAGE_KERNELS, default the newest 6.1),
-# joined by a link on 127.0.0.1, loads rpage.ko on both; B maps A's pool
-# and faults every page of it in over RDMA (selftests/guest/demo.sh).
+# joined by a lossless link, loads rpage.ko on both, and runs JOB on
+# both: by default selftests/guest/demo.sh, a VM moved from A to B
+# without its memory (make demo); selftests/guest/demo-faults.sh, B
+# faulting every page of A's pool in (make demo-faults).
 # Installs what it needs (as root) first.
 set -u
+job=${1:-selftests/guest/demo.sh}
 
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh"
@@ -16,7 +19,7 @@ kver=$(vm_prepare_one demo) || exit 1
 echo "demo: booting host A and host B ($(vm_accel "$kver"))"
 
 pair=$VM_DIR/demo
-vm_boot_pair "$kver" "$pair" selftests/guest/demo.sh
+vm_boot_pair "$kver" "$pair" "$job"
 
 failed=()
 for node in a b; do

@@ -1,0 +1,145 @@
+# SPDX-License-Identifier: GPL-2.0
+#
+# A VM moved to another host without its memory, sourced by the pair job
+# and by the demo. Host A runs stock QEMU with a small guest
+# (selftests/rpage_mbguest.c: fills 59 MiB with a pattern and verifies
+# it over and over) whose RAM is a 64 MiB file on tmpfs, share=on; it
+# exports that file as pool 9. Host B maps the pool by name and starts
+# QEMU on /dev/rpage-map/vm with -incoming defer; B then stops A's VM,
+# migrates its device state with x-ignore-shared (only the small private
+# blocks travel), and runs it: every first touch of a page by B's vCPU
+# is an RDMA READ from A's paused RAM. B pulls the rest; A destroys the
+# pool and quits its QEMU; the VM goes on verifying its memory on B.
+#
+# Both QEMUs are Debian's (TCG, inside the TCG guests). B drives both
+# through QMP (A's over the link), so the downtime is read off one clock.
+
+VM_POOL=9
+VM_RAM=/dev/shm/rpage-vm-ram
+VM_NODE=/dev/rpage-map/vm
+VM_QMP_PORT=4445
+VM_MIGRATE_PORT=4446
+VM_SERIAL=$RPAGE_OUT/vm-serial.log
+VM_QMP_TOOL="python3 $RPAGE_REPO/selftests/rpage_qmp.py"
+MBGUEST=$SELFTESTS/rpage_mbguest
+# What the guest must have done, in passes over its memory, before it
+# moves, and after A is gone.
+VM_PASSES_BEFORE=2
+VM_PASSES_AFTER=2
+VM_BARRIERS="vm-exported vm-moved vm-pulled vm-a-gone"
+
+vm_step() {
+	echo "\$ $*"
+	"$@"
+}
+
+# vm_qemu RAM-PATH SERIAL QMP [ARGS...]: starts stock QEMU in the
+# background with the demo's guest and RAM-PATH as its RAM; the same
+# machine on both hosts, as migration wants.
+vm_qemu() {
+	local ram=$1 serial=$2 qmp=$3
+	shift 3
+	echo "\$ qemu-system-x86_64 -accel tcg -m 64M" \
+		"-object memory-backend-file,id=ram,size=64M,mem-path=$ram,share=on" \
+		"-machine pc,memory-backend=ram -kernel rpage_mbguest" \
+		"-nodefaults -display none -serial file:$serial -qmp $qmp $* &"
+	qemu-system-x86_64 -accel tcg -m 64M \
+		-object memory-backend-file,id=ram,size=64M,mem-path="$ram",share=on \
+		-machine pc,memory-backend=ram -kernel "$MBGUEST" \
+		-nodefaults -display none -monitor none \
+		-serial file:"$serial" -qmp "$qmp",server=on,wait=off "$@" \
+		> /tmp/vm-qemu.log 2>&1 &
+	VM_QEMU_PID=$!
+}
+
+# vm_passes: how many passes over its memory the guest has verified.
+vm_passes() {
+	grep -c ' ok, checksum ' "$VM_SERIAL" 2> /dev/null
+}
+
+# vm_checksum: the checksum the guest prints, as it filled or verified.
+vm_checksum() {
+	grep -o 'checksum 0x[0-9a-f]*' "$VM_SERIAL" | head -n 1
+}
+
+# vm_bad: the guest found a word of its memory wrong.
+vm_bad() {
+	grep -q ' BAD at ' "$VM_SERIAL" 2> /dev/null
+}
+
+# vm_wait_passes N SECONDS: the guest verified N more passes.
+vm_wait_passes() {
+	local want=$(( $(vm_passes) + $1 ))
+	wait_until "$2" eval '[ "$(vm_passes)" -ge '"$want"' ] || vm_bad'
+	! vm_bad && [ "$(vm_passes)" -ge "$want" ]
+}
+
+# On A: the VM, its RAM exported as pool 9, until B has moved it and
+# pulled every page; then the pool goes and so does A's QEMU.
+test_vm_move_a() {
+	local state
+	rm -f "$VM_RAM" "$RPAGE_SYNC/vm-checksum"
+	vm_qemu "$VM_RAM" "$VM_SERIAL" "tcp:$RPAGE_IP:$VM_QMP_PORT"
+	vm_wait_passes "$VM_PASSES_BEFORE" 600 ||
+		{ cat "$VM_SERIAL" /tmp/vm-qemu.log; fail "the VM did not verify its memory on A"; return; }
+	cat "$VM_SERIAL"
+	vm_checksum > "$RPAGE_SYNC/vm-checksum"
+	# Exporting only holds the file's pages: done before the VM stops,
+	# it costs no downtime.
+	vm_step "$RPAGECTL" pool create "$VM_POOL" file "$VM_RAM" || fail "pool create" || return
+	vm_step "$RPAGECTL" pool show
+	barrier vm-exported || return
+	barrier vm-moved || return
+	barrier vm-pulled || return
+	state=$($VM_QMP_TOOL "$RPAGE_IP:$VM_QMP_PORT" query-status | jq -r .status)
+	echo "A's QEMU: $state (it must never run this VM again)"
+	vm_step "$RPAGECTL" pool destroy "$VM_POOL" || fail "pool destroy" || return
+	$VM_QMP_TOOL "$RPAGE_IP:$VM_QMP_PORT" quit > /dev/null
+	echo "A's QEMU quit, pool $VM_POOL destroyed"
+	wait "$VM_QEMU_PID"
+	rm -f "$VM_RAM"
+	barrier vm-a-gone || return
+	expect_eq "$state" postmigrate "A's VM after the move"
+}
+
+# On B: the move, the pull, and the VM's life after A let go.
+test_vm_move_b() {
+	local move sigbus0 checksum
+	barrier vm-exported || return
+	wait_until 60 remote_pool_listed a "$VM_POOL" || fail "pool $VM_POOL not announced" || return
+	vm_step "$RPAGECTL" map add vm peer a pool "$VM_POOL" || fail "map add" || return
+	sigbus0=$("$RPAGECTL" -j stat peer a | jq '.peers[0].fault.sigbus')
+	rm -f /tmp/vm-b.qmp
+	vm_qemu "$VM_NODE" "$VM_SERIAL" unix:/tmp/vm-b.qmp -incoming defer
+	wait_until 60 test -S /tmp/vm-b.qmp || { cat /tmp/vm-qemu.log; fail "B's QEMU did not start"; return; }
+	echo "\$ rpage_qmp.py move $RPAGE_PEER_IP:$VM_QMP_PORT /tmp/vm-b.qmp tcp:$RPAGE_IP:$VM_MIGRATE_PORT"
+	move=$($VM_QMP_TOOL move "$RPAGE_PEER_IP:$VM_QMP_PORT" /tmp/vm-b.qmp \
+		"tcp:$RPAGE_IP:$VM_MIGRATE_PORT") ||
+		{ cat /tmp/vm-qemu.log; fail "the move failed"; return; }
+	echo "$move"
+	barrier vm-moved || return
+	# Demand faults first: the vCPU's touches jump the pull's queue.
+	vm_step "$RPAGECTL" map pull vm || fail "map pull" || return
+	vm_wait_passes 1 600 || { cat "$VM_SERIAL"; fail "no good pass on B"; return; }
+	wait_until 600 eval '[ "$("$RPAGECTL" -j map show vm | jq -r ".[0].depends")" = no ]' ||
+		{ "$RPAGECTL" map show vm; fail "the pull did not finish"; return; }
+	vm_step "$RPAGECTL" map show vm
+	vm_step "$RPAGECTL" stat peer a
+	barrier vm-pulled || return
+	barrier vm-a-gone || return
+	vm_wait_passes "$VM_PASSES_AFTER" 600 || { cat "$VM_SERIAL"; fail "the VM stopped verifying on B"; return; }
+	echo "B's VM, with A's pool and QEMU gone:"
+	cat "$VM_SERIAL"
+	vm_step "$RPAGECTL" map show vm
+	$VM_QMP_TOOL /tmp/vm-b.qmp quit > /dev/null
+	wait "$VM_QEMU_PID"
+	vm_step "$RPAGECTL" map del vm || fail "map del" || return
+	checksum=$(cat "$RPAGE_SYNC/vm-checksum")
+	expect_eq "$(vm_checksum)" "$checksum" "checksum on B (A's: $checksum)" || return
+	expect_eq "$("$RPAGECTL" -j stat peer a | jq '.peers[0].fault.sigbus')" "$sigbus0" "SIGBUS" || return
+	echo "$move" | grep -q 'source_state=postmigrate destination_state=running' ||
+		fail "states after the move" || return
+	echo "The VM verified its memory on B, $checksum as on A, with A's pool gone;" \
+		"$(echo "$move" | grep -o 'downtime_ms=[0-9]*'), faults" \
+		"$("$RPAGECTL" -j stat peer a | jq -c '.peers[0].fault | {faults, minor_faults, prefetched, prefetch_hits, sigbus}')"
+}

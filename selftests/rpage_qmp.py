@@ -1,0 +1,158 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: GPL-2.0
+"""rpage_qmp: one QMP command to a QEMU, for the VM demo's scripts.
+
+  rpage_qmp.py ADDR COMMAND [ARGUMENTS-JSON]
+                        run COMMAND; print its return value as JSON
+  rpage_qmp.py ADDR wait-migration TIMEOUT
+                        poll query-migrate until the migration is over;
+                        print its last status (exit 1 unless completed)
+  rpage_qmp.py ADDR wait-status STATUS TIMEOUT
+                        poll query-status until the VM's run state is
+                        STATUS
+
+  rpage_qmp.py move SRC DST URI
+                        moves a paused-at-once VM whose RAM both sides
+                        share: stops SRC, turns x-ignore-shared on at
+                        both, has DST (started with -incoming defer)
+                        listen on URI, migrates SRC there and runs DST;
+                        prints downtime_ms (SRC stopped to DST running,
+                        one clock), migrated_bytes and SRC's state after
+
+ADDR, SRC and DST are a Unix socket's path, or HOST:PORT. QEMU's QMP server takes
+one client at a time; each call is one connection.
+"""
+import json
+import socket
+import sys
+import time
+
+
+def fail(msg):
+    print(f"rpage_qmp: {msg}", file=sys.stderr)
+    sys.exit(1)
+
+
+class Qmp:
+    def __init__(self, addr, timeout=30):
+        if "/" in addr:
+            self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            target = addr
+        else:
+            host, port = addr.rsplit(":", 1)
+            self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            target = (host, int(port))
+        self.sock.settimeout(timeout)
+        self.sock.connect(target)
+        self.buf = b""
+        greeting = self.receive()
+        if "QMP" not in greeting:
+            fail(f"{addr}: not a QMP greeting: {greeting}")
+        self.command("qmp_capabilities")
+
+    def receive(self):
+        """The next message that is not an event."""
+        while True:
+            while b"\n" not in self.buf:
+                data = self.sock.recv(65536)
+                if not data:
+                    fail("QEMU closed the QMP connection")
+                self.buf += data
+            line, self.buf = self.buf.split(b"\n", 1)
+            if not line.strip():
+                continue
+            msg = json.loads(line)
+            if "event" not in msg:
+                return msg
+
+    def command(self, name, args=None):
+        req = {"execute": name}
+        if args:
+            req["arguments"] = args
+        self.sock.sendall(json.dumps(req).encode() + b"\n")
+        if name == "quit":
+            # QEMU may close the socket before its reply is read.
+            try:
+                self.receive()
+            except (OSError, SystemExit):
+                pass
+            return {}
+        reply = self.receive()
+        if "error" in reply:
+            fail(f"{name}: {reply['error'].get('desc', reply['error'])}")
+        return reply.get("return")
+
+
+def wait_for(addr, timeout, poll):
+    """poll(qmp) until it returns (done, value); fails after timeout s."""
+    end = time.monotonic() + timeout
+    qmp = Qmp(addr)
+    while True:
+        done, value = poll(qmp)
+        if done:
+            return value
+        if time.monotonic() > end:
+            fail(f"timed out after {timeout} s; last: {value}")
+        time.sleep(0.05)
+
+
+def move(src_addr, dst_addr, uri):
+    caps = {"capabilities": [{"capability": "x-ignore-shared",
+                              "state": True}]}
+    src, dst = Qmp(src_addr), Qmp(dst_addr)
+    dst.command("migrate-set-capabilities", caps)
+    dst.command("migrate-incoming", {"uri": uri})
+    src.command("migrate-set-capabilities", caps)
+    t0 = time.monotonic()
+    src.command("stop")
+    src.command("migrate", {"uri": uri})
+    while True:
+        info = src.command("query-migrate")
+        if info.get("status") in ("completed", "failed", "cancelled"):
+            break
+        if time.monotonic() - t0 > 120:
+            fail(f"migration not over after 120 s: {info.get('status')}")
+        time.sleep(0.01)
+    if info["status"] != "completed":
+        fail(f"migration {info['status']}: {info.get('error-desc', '')}")
+    # The source was paused: so is the destination, once it has it all.
+    while dst.command("query-status")["status"] != "paused":
+        if time.monotonic() - t0 > 120:
+            fail("the destination never got the whole VM")
+        time.sleep(0.01)
+    dst.command("cont")
+    t1 = time.monotonic()
+    print(f"downtime_ms={(t1 - t0) * 1000:.0f}"
+          f" migrated_bytes={info['ram']['transferred']}"
+          f" source_state={src.command('query-status')['status']}"
+          f" destination_state={dst.command('query-status')['status']}")
+
+
+def main():
+    if len(sys.argv) == 5 and sys.argv[1] == "move":
+        move(sys.argv[2], sys.argv[3], sys.argv[4])
+        return
+    if len(sys.argv) < 3:
+        fail("usage: rpage_qmp.py ADDR COMMAND [ARGUMENTS-JSON]")
+    addr, cmd = sys.argv[1], sys.argv[2]
+    if cmd == "wait-migration" and len(sys.argv) == 4:
+        def poll(qmp):
+            status = qmp.command("query-migrate").get("status", "none")
+            return status in ("completed", "failed", "cancelled"), status
+        status = wait_for(addr, float(sys.argv[3]), poll)
+        print(status)
+        sys.exit(0 if status == "completed" else 1)
+    if cmd == "wait-status" and len(sys.argv) == 5:
+        want = sys.argv[3]
+
+        def poll(qmp):
+            status = qmp.command("query-status")["status"]
+            return status == want, status
+        print(wait_for(addr, float(sys.argv[4]), poll))
+        return
+    args = json.loads(sys.argv[3]) if len(sys.argv) > 3 else None
+    print(json.dumps(Qmp(addr).command(cmd, args)))
+
+
+if __name__ == "__main__":
+    main()
