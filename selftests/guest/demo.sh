@@ -6,12 +6,14 @@
 # pool by name (/dev/rpage-map/vm), starts QEMU on it, moves the VM's
 # device state over with x-ignore-shared and runs it: each first touch
 # of a page by the VM is a page fault rpage.ko serves with an RDMA READ
-# from A. B pulls the rest, A lets go of its pool and QEMU, and the VM
-# goes on checking its memory on B (selftests/guest/vmmove.sh).
+# from A. B pulls the rest, A lets go of its pool and QEMU, B forgets
+# peer a, and the VM goes on checking its memory on B
+# (selftests/guest/vmmove.sh).
 . "$RPAGE_REPO/selftests/guest/lib.sh"
 . "$RPAGE_REPO/selftests/guest/vmmove.sh"
 
 PEER=$RPAGE_PEER_NODE
+VM_FORGET_PEER=1
 
 rxe_up
 rpage_load || exit 1
