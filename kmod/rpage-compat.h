@@ -7,7 +7,9 @@
 #define RPAGE_COMPAT_H
 
 #include <linux/version.h>
+#include <linux/hugetlb.h>
 #include <linux/mm.h>
+#include <linux/pagemap.h>
 
 /* 6.3 made vm_flags read-only outside the helpers. */
 static inline void rpage_vm_flags_set(struct vm_area_struct *vma,
@@ -50,5 +52,25 @@ static inline char *rpage_named_devnode_cb(struct device *dev, umode_t *mode,
 	return rpage_named_devnode(dev, mode, uid, gid);
 }
 #endif
+
+/*
+ * The huge page of hugetlbfs @mapping that holds huge page @hidx of the
+ * file, referenced, or NULL where the file has none yet: 6.7 moved
+ * hugetlbfs's page cache from huge-page to base-page indexes, and 6.4
+ * made the lookup return an ERR_PTR for nothing.
+ */
+static inline struct folio *
+rpage_hugetlb_folio_get(struct hstate *h, struct address_space *mapping,
+			pgoff_t hidx)
+{
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 7, 0)
+	struct folio *folio = filemap_get_folio(mapping,
+						hidx << huge_page_order(h));
+
+	return IS_ERR(folio) ? NULL : folio;
+#else
+	return filemap_get_folio(mapping, hidx);
+#endif
+}
 
 #endif /* RPAGE_COMPAT_H */

@@ -21,6 +21,7 @@
  */
 #include "rpage-pri.h"
 
+#include <linux/hugetlb.h>
 #include <linux/mm.h>
 #include <linux/random.h>
 #include <linux/sched.h>
@@ -565,9 +566,45 @@ long rpage_ioctl_pool_create(struct rpage_file *rfile, void __user *argp)
 }
 
 /*
+ * Takes the pages of hugetlbfs @file from byte @offset for @pool, each
+ * base page of its huge pages held: a huge page is never reclaimed,
+ * swapped or migrated while held. hugetlbfs allocates a page at its
+ * first touch (or fallocate), and an absent one cannot be held: -ENXIO.
+ */
+static int rpage_pool_hugetlb_pages(struct rpage_pool *pool,
+				    struct file *file, u64 offset)
+{
+	struct hstate *h = hstate_file(file);
+	unsigned long i = 0;
+
+	while (i < pool->nr_pages) {
+		u64 pos = offset + ((u64)i << PAGE_SHIFT);
+		struct folio *folio;
+		unsigned long sub;
+
+		folio = rpage_hugetlb_folio_get(h, file->f_mapping,
+						pos >> huge_page_shift(h));
+		if (!folio)
+			return -ENXIO;
+		sub = (pos & ~huge_page_mask(h)) >> PAGE_SHIFT;
+		for (; sub < folio_nr_pages(folio) && i < pool->nr_pages;
+		     sub++, i++) {
+			pool->pages[i] = folio_page(folio, sub);
+			get_page(pool->pages[i]);
+		}
+		folio_put(folio);
+		if (fatal_signal_pending(current))
+			return -EINTR;
+		cond_resched();
+	}
+	return 0;
+}
+
+/*
  * Takes the pages of @file from byte @offset for @pool, holding each:
  * a shared-memory file's pages stay where they are while held (no
- * writeback, no reclaim without swap, and swap skips a held page).
+ * writeback, and reclaim and migration skip a page with an extra
+ * reference).
  */
 static int rpage_pool_file_pages(struct rpage_pool *pool, struct file *file,
 				 u64 offset)
@@ -596,6 +633,7 @@ long rpage_ioctl_pool_file(struct rpage_file *rfile, void __user *argp)
 	struct rpage_pool_file arg;
 	struct rpage_pool *pool;
 	struct file *file;
+	bool hugetlb;
 	int ret;
 
 	if (copy_from_user(&arg, argp, sizeof(arg)))
@@ -614,10 +652,11 @@ long rpage_ioctl_pool_file(struct rpage_file *rfile, void __user *argp)
 		goto out;
 	}
 	/*
-	 * tmpfs and memfd only: a file on disk could have its pages written
-	 * back and dropped from under the pool.
+	 * tmpfs, memfd and hugetlbfs only: a file on disk could have its
+	 * pages written back and dropped from under the pool.
 	 */
-	if (file_inode(file)->i_sb->s_magic != TMPFS_MAGIC ||
+	hugetlb = file_inode(file)->i_sb->s_magic == HUGETLBFS_MAGIC;
+	if ((file_inode(file)->i_sb->s_magic != TMPFS_MAGIC && !hugetlb) ||
 	    !S_ISREG(file_inode(file)->i_mode)) {
 		ret = -EOPNOTSUPP;
 		goto out;
@@ -631,7 +670,10 @@ long rpage_ioctl_pool_file(struct rpage_file *rfile, void __user *argp)
 		ret = -ENOMEM;
 		goto out;
 	}
-	ret = rpage_pool_file_pages(pool, file, arg.offset);
+	if (hugetlb)
+		ret = rpage_pool_hugetlb_pages(pool, file, arg.offset);
+	else
+		ret = rpage_pool_file_pages(pool, file, arg.offset);
 	if (!ret)
 		ret = rpage_pool_publish(pool, NULL);
 	if (ret)

@@ -98,7 +98,7 @@ static void pool_usage(void)
 	     "       rpagectl pool [ show [ remote ] ]\n"
 	     "ID := 1..2^64-1, decimal or 0x-hexadecimal\n"
 	     "SIZE := bytes, a multiple of the page size; K, M or G may follow\n"
-	     "PATH := a file on tmpfs, such as a VMM's guest RAM in /dev/shm;\n"
+	     "PATH := a file on tmpfs or hugetlbfs, such as a VMM's guest RAM in /dev/shm;\n"
 	     "        SIZE: the rest of it by default");
 }
 
@@ -202,7 +202,7 @@ static int pool_create_file(const char *subject, const char *id_text,
 			    uint64_t id, const char *path, uint64_t offset,
 			    uint64_t size, __u32 flags)
 {
-	static const char not_shm[] = "not a file on tmpfs or in shared memory: a file on disk could have its pages written back and dropped from under the pool";
+	static const char not_shm[] = "not a file on tmpfs, hugetlbfs or in shared memory: a file on disk could have its pages written back and dropped from under the pool";
 	struct rpage_pool_file pf;
 	const char *words = NULL;
 	struct statfs sfs;
@@ -216,7 +216,8 @@ static int pool_create_file(const char *subject, const char *id_text,
 		return 1;
 	}
 	/* The module checks it too; here it is said before any size is. */
-	if (fstatfs(file, &sfs) == 0 && sfs.f_type != TMPFS_MAGIC) {
+	if (fstatfs(file, &sfs) == 0 && sfs.f_type != TMPFS_MAGIC &&
+	    sfs.f_type != HUGETLBFS_MAGIC) {
 		fail("%s: %s: %s", subject, path, not_shm);
 		close(file);
 		return 1;
@@ -251,6 +252,9 @@ static int pool_create_file(const char *subject, const char *id_text,
 		break;
 	case ERANGE:
 		words = "offset and size go past the end of the file";
+		break;
+	case ENXIO:
+		words = "part of the range has no pages yet (hugetlbfs allocates them at first touch): preallocate them (QEMU's prealloc=on, or fallocate -l SIZE PATH)";
 		break;
 	case EEXIST:
 		words = "a pool with this id exists";

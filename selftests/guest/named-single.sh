@@ -160,6 +160,50 @@ test_named_pool_of_a_tmpfs_file() {
 	"$RPAGECTL" map del ram && "$RPAGECTL" pool destroy 8 && rm -f /dev/shm/rpage-ram
 }
 
+# A VMM's guest RAM on hugetlbfs (2 MiB pages): a range with holes is
+# refused with the reason; preallocated, a pool from 1 MiB into the file
+# (inside a huge page) reads exactly the file's bytes, a mark written in
+# each huge page included, and a writable one's writes land in the file.
+# Once the pools are destroyed and the file removed, every huge page is
+# free again: none is left held.
+test_named_pool_of_a_hugetlbfs_file() {
+	local dir=/tmp/rpage-huge file i off free total
+	file=$dir/ram
+	mkdir -p "$dir" || return
+	mountpoint -q "$dir" || mount -t hugetlbfs -o pagesize=2M none "$dir" ||
+		fail "mount hugetlbfs" || return
+	echo 16 > /proc/sys/vm/nr_hugepages
+	total=$(awk '/^HugePages_Total:/ { print $2 }' /proc/meminfo)
+	[ "$total" -ge 8 ] || fail "only $total huge pages" || return
+	truncate -s 16M "$file" || return
+	! "$RPAGECTL" pool create 10 file "$file" 2> /tmp/err ||
+		fail "a file with holes was exported" || return
+	grep -q "no pages yet" /tmp/err || fail "no clear message: $(cat /tmp/err)" || return
+	fallocate -l 16M "$file" || fail "fallocate" || return
+	for i in 0 1 2 3 4 5 6 7; do
+		off=$(( (i << 21) + i * 4096 + 100 ))
+		$NODE_TOOL write "$file" "$off" "$(printf 'huge%02d-rpage-mark' "$i" | od -An -tx1 | tr -d ' \n')" || return
+	done
+	"$RPAGECTL" pool create 10 file "$file" offset 1M size 14M || fail "pool create hugetlbfs" || return
+	"$RPAGECTL" pool create 11 file "$file" offset 8M size 4M writable ||
+		fail "pool create hugetlbfs writable" || return
+	wait_until 30 remote_pool_listed self 11 || fail "pool 11 not announced" || return
+	"$RPAGECTL" read self 10 0 14M file /tmp/huge.read || fail "read pool 10" || return
+	dd if="$file" bs=1M skip=1 count=14 status=none | cmp - /tmp/huge.read ||
+		fail "pool 10 is not the file's bytes" || return
+	expect_eq "$(grep -ao 'huge0[0-7]-rpage-mark' /tmp/huge.read | wc -l)" 7 "marks read (huge pages 1 to 7)" || return
+	head -c 64K /dev/urandom > /tmp/huge.in
+	"$RPAGECTL" write self 11 $(( (1 << 20) + 8192 )) 64K file /tmp/huge.in ||
+		fail "write pool 11" || return
+	dd if="$file" bs=4K skip=$(( (9 << 8) + 2 )) count=16 status=none | cmp - /tmp/huge.in ||
+		fail "the write through pool 11 is not in the file" || return
+	"$RPAGECTL" pool destroy 10 && "$RPAGECTL" pool destroy 11 || return
+	rm -f "$file" /tmp/huge.read /tmp/huge.in
+	free=$(awk '/^HugePages_Free:/ { print $2 }' /proc/meminfo)
+	expect_eq "$free" "$total" "huge pages free after the pools and the file went" || return
+	umount "$dir" && echo 0 > /proc/sys/vm/nr_hugepages
+}
+
 # In use: EBUSY; by force: the process holding it dies of SIGBUS on its
 # next access, fetched page or not, and the node goes.
 test_named_del_in_use() {
@@ -224,6 +268,7 @@ run_test named_map_private_refused test_named_private_refused
 run_test named_node_owner_group_mode_decide test_named_node_permissions
 run_test named_processes_share_one_copy test_named_processes_share_pages
 run_test named_pool_of_a_tmpfs_file_is_read_in_place test_named_pool_of_a_tmpfs_file
+run_test named_pool_of_a_hugetlbfs_file_is_read_in_place test_named_pool_of_a_hugetlbfs_file
 run_test named_del_in_use_is_ebusy_force_sigbus test_named_del_in_use
 run_test named_pull_then_pool_destroyed_reads_right test_named_pull_then_pool_destroyed
 run_test named_unload_with_a_mapping test_named_unload_with_a_mapping
