@@ -633,7 +633,7 @@ long rpage_ioctl_pool_file(struct rpage_file *rfile, void __user *argp)
 	struct rpage_pool_file arg;
 	struct rpage_pool *pool;
 	struct file *file;
-	bool hugetlb;
+	unsigned long magic;
 	int ret;
 
 	if (copy_from_user(&arg, argp, sizeof(arg)))
@@ -655,8 +655,8 @@ long rpage_ioctl_pool_file(struct rpage_file *rfile, void __user *argp)
 	 * tmpfs, memfd and hugetlbfs only: a file on disk could have its
 	 * pages written back and dropped from under the pool.
 	 */
-	hugetlb = file_inode(file)->i_sb->s_magic == HUGETLBFS_MAGIC;
-	if ((file_inode(file)->i_sb->s_magic != TMPFS_MAGIC && !hugetlb) ||
+	magic = file_inode(file)->i_sb->s_magic;
+	if ((magic != TMPFS_MAGIC && magic != HUGETLBFS_MAGIC) ||
 	    !S_ISREG(file_inode(file)->i_mode)) {
 		ret = -EOPNOTSUPP;
 		goto out;
@@ -670,7 +670,7 @@ long rpage_ioctl_pool_file(struct rpage_file *rfile, void __user *argp)
 		ret = -ENOMEM;
 		goto out;
 	}
-	if (hugetlb)
+	if (magic == HUGETLBFS_MAGIC)
 		ret = rpage_pool_hugetlb_pages(pool, file, arg.offset);
 	else
 		ret = rpage_pool_file_pages(pool, file, arg.offset);

@@ -4,13 +4,6 @@
 
   rpage_qmp.py ADDR COMMAND [ARGUMENTS-JSON]
                         run COMMAND; print its return value as JSON
-  rpage_qmp.py ADDR wait-migration TIMEOUT
-                        poll query-migrate until the migration is over;
-                        print its last status (exit 1 unless completed)
-  rpage_qmp.py ADDR wait-status STATUS TIMEOUT
-                        poll query-status until the VM's run state is
-                        STATUS
-
   rpage_qmp.py move SRC DST URI
                         moves a paused-at-once VM whose RAM both sides
                         share: stops SRC, turns x-ignore-shared on at
@@ -19,8 +12,8 @@
                         prints downtime_ms (SRC stopped to DST running,
                         one clock), migrated_bytes and SRC's state after
 
-ADDR, SRC and DST are a Unix socket's path, or HOST:PORT. QEMU's QMP server takes
-one client at a time; each call is one connection.
+ADDR, SRC and DST are a Unix socket's path, or HOST:PORT. QEMU's QMP
+server takes one client at a time; each call is one connection.
 """
 import json
 import socket
@@ -83,17 +76,15 @@ class Qmp:
         return reply.get("return")
 
 
-def wait_for(addr, timeout, poll):
-    """poll(qmp) until it returns (done, value); fails after timeout s."""
-    end = time.monotonic() + timeout
-    qmp = Qmp(addr)
+def wait_for(poll, deadline, what):
+    """poll() until it returns (True, value); fails past deadline."""
     while True:
-        done, value = poll(qmp)
+        done, value = poll()
         if done:
             return value
-        if time.monotonic() > end:
-            fail(f"timed out after {timeout} s; last: {value}")
-        time.sleep(0.05)
+        if time.monotonic() > deadline:
+            fail(f"{what}; last: {value}")
+        time.sleep(0.01)
 
 
 def move(src_addr, dst_addr, uri):
@@ -106,20 +97,20 @@ def move(src_addr, dst_addr, uri):
     t0 = time.monotonic()
     src.command("stop")
     src.command("migrate", {"uri": uri})
-    while True:
+    deadline = t0 + 120
+
+    def migrated():
         info = src.command("query-migrate")
-        if info.get("status") in ("completed", "failed", "cancelled"):
-            break
-        if time.monotonic() - t0 > 120:
-            fail(f"migration not over after 120 s: {info.get('status')}")
-        time.sleep(0.01)
+        return info.get("status") in ("completed", "failed", "cancelled"), info
+    info = wait_for(migrated, deadline, "migration not over after 120 s")
     if info["status"] != "completed":
         fail(f"migration {info['status']}: {info.get('error-desc', '')}")
+
     # The source was paused: so is the destination, once it has it all.
-    while dst.command("query-status")["status"] != "paused":
-        if time.monotonic() - t0 > 120:
-            fail("the destination never got the whole VM")
-        time.sleep(0.01)
+    def dst_paused():
+        status = dst.command("query-status")["status"]
+        return status == "paused", status
+    wait_for(dst_paused, deadline, "the destination never got the whole VM")
     dst.command("cont")
     t1 = time.monotonic()
     print(f"downtime_ms={(t1 - t0) * 1000:.0f}"
@@ -135,21 +126,6 @@ def main():
     if len(sys.argv) < 3:
         fail("usage: rpage_qmp.py ADDR COMMAND [ARGUMENTS-JSON]")
     addr, cmd = sys.argv[1], sys.argv[2]
-    if cmd == "wait-migration" and len(sys.argv) == 4:
-        def poll(qmp):
-            status = qmp.command("query-migrate").get("status", "none")
-            return status in ("completed", "failed", "cancelled"), status
-        status = wait_for(addr, float(sys.argv[3]), poll)
-        print(status)
-        sys.exit(0 if status == "completed" else 1)
-    if cmd == "wait-status" and len(sys.argv) == 5:
-        want = sys.argv[3]
-
-        def poll(qmp):
-            status = qmp.command("query-status")["status"]
-            return status == want, status
-        print(wait_for(addr, float(sys.argv[4]), poll))
-        return
     args = json.loads(sys.argv[3]) if len(sys.argv) > 3 else None
     print(json.dumps(Qmp(addr).command(cmd, args)))
 

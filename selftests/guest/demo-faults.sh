@@ -12,11 +12,6 @@ PATTERN=$SELFTESTS/rpage_pattern
 FAULT=$SELFTESTS/rpage_fault
 PEER=$RPAGE_PEER_NODE
 
-step() {
-	echo "\$ $*"
-	"$@"
-}
-
 pool_announced() {
 	"$RPAGECTL" -j pool show remote | jq -e 'any(.[]; .peer == "a" and .id == 1)'
 }

@@ -18,11 +18,11 @@ VM_FORGET_PEER=1
 rxe_up
 rpage_load || exit 1
 echo "host $RPAGE_NODE: $(uname -r), $RPAGE_IP"
-vm_step "$RPAGECTL" version
-vm_step "$RPAGECTL" endpoint add "$RPAGE_IP" || exit 1
-vm_step "$RPAGECTL" peer add "$PEER" addr "$RPAGE_PEER_IP" || exit 1
+step "$RPAGECTL" version
+step "$RPAGECTL" endpoint add "$RPAGE_IP" || exit 1
+step "$RPAGECTL" peer add "$PEER" addr "$RPAGE_PEER_IP" || exit 1
 wait_until 90 peer_is "$PEER" connected || exit 1
-vm_step "$RPAGECTL" peer show
+step "$RPAGECTL" peer show
 barrier connected || exit 1
 
 if [ "$RPAGE_NODE" = a ]; then

@@ -179,6 +179,13 @@ peer_field() {
 	"$RPAGECTL" -j peer show | jq -r --arg n "$1" ".[] | select(.name == \$n) | .$2"
 }
 
+# step COMMAND...: prints the command, as a shell would show it, and runs
+# it (the demos' jobs, whose output is read by people).
+step() {
+	echo "\$ $*"
+	"$@"
+}
+
 # remote_pool_listed PEER ID: PEER announced its pool ID to this host.
 remote_pool_listed() {
 	"$RPAGECTL" -j pool show remote |

@@ -33,8 +33,7 @@ test_named_setup() {
 	"$RPAGECTL" peer add self addr "$RPAGE_IP" || return
 	wait_until 60 peer_is self connected || fail "self not connected" || return
 	"$RPAGECTL" pool create "$NAMED_POOL" size 64M writable || return
-	wait_until 30 sh -c "'$RPAGECTL' -j pool show remote | jq -e 'any(.[]; .id == $NAMED_POOL)'" ||
-		fail "pool not announced" || return
+	wait_until 30 remote_pool_listed self "$NAMED_POOL" || fail "pool not announced" || return
 	"$NAMED_PATTERN" fill self "$NAMED_POOL" 64M || fail "filling the pool"
 }
 
@@ -147,7 +146,7 @@ test_named_pool_of_a_tmpfs_file() {
 	"$RPAGECTL" pool create 8 file /dev/shm/rpage-ram || fail "pool create file" || return
 	"$RPAGECTL" pool show
 	expect_eq "$("$RPAGECTL" -j pool show | jq -r '.[] | select(.id == 8) | .kind')" file "kind" || return
-	wait_until 30 sh -c "'$RPAGECTL' -j pool show remote | jq -e 'any(.[]; .id == 8)'" || return
+	wait_until 30 remote_pool_listed self 8 || return
 	"$RPAGECTL" map add ram peer self pool 8 || return
 	wait_until 10 test -c /dev/rpage-map/ram || return
 	$NODE_TOOL dump /dev/rpage-map/ram 0 "$NAMED_SIZE" |
@@ -252,7 +251,7 @@ test_named_pull_then_pool_destroyed() {
 
 test_named_unload_with_a_mapping() {
 	"$RPAGECTL" pool create "$NAMED_POOL" size 1M || return
-	wait_until 30 sh -c "'$RPAGECTL' -j pool show remote | jq -e 'any(.[]; .id == $NAMED_POOL)'" || return
+	wait_until 30 remote_pool_listed self "$NAMED_POOL" || return
 	"$RPAGECTL" map add last peer self pool "$NAMED_POOL" || return
 	wait_until 10 test -c /dev/rpage-map/last || return
 	rpage_unload || fail "rmmod with a named mapping" || return

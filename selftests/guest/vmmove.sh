@@ -30,11 +30,6 @@ VM_PASSES_BEFORE=1
 VM_PASSES_AFTER=1
 VM_BARRIERS="vm-exported vm-moved vm-pulled vm-a-gone"
 
-vm_step() {
-	echo "\$ $*"
-	"$@"
-}
-
 # vm_qemu RAM-PATH SERIAL QMP [ARGS...]: starts stock QEMU in the
 # background with the demo's guest and RAM-PATH as its RAM; the same
 # machine on both hosts, as migration wants.
@@ -88,14 +83,14 @@ test_vm_move_a() {
 	vm_checksum > "$RPAGE_SYNC/vm-checksum"
 	# Exporting only holds the file's pages: done before the VM stops,
 	# it costs no downtime.
-	vm_step "$RPAGECTL" pool create "$VM_POOL" file "$VM_RAM" || fail "pool create" || return
-	vm_step "$RPAGECTL" pool show
+	step "$RPAGECTL" pool create "$VM_POOL" file "$VM_RAM" || fail "pool create" || return
+	step "$RPAGECTL" pool show
 	barrier vm-exported || return
 	barrier vm-moved || return
 	barrier vm-pulled || return
 	state=$($VM_QMP_TOOL "$RPAGE_IP:$VM_QMP_PORT" query-status | jq -r .status)
 	echo "A's QEMU: $state (it must never run this VM again)"
-	vm_step "$RPAGECTL" pool destroy "$VM_POOL" || fail "pool destroy" || return
+	step "$RPAGECTL" pool destroy "$VM_POOL" || fail "pool destroy" || return
 	$VM_QMP_TOOL "$RPAGE_IP:$VM_QMP_PORT" quit > /dev/null
 	echo "A's QEMU quit, pool $VM_POOL destroyed"
 	wait "$VM_QEMU_PID"
@@ -109,7 +104,7 @@ test_vm_move_b() {
 	local move fault0 checksum faults
 	barrier vm-exported || return
 	wait_until 60 remote_pool_listed a "$VM_POOL" || fail "pool $VM_POOL not announced" || return
-	vm_step "$RPAGECTL" map add vm peer a pool "$VM_POOL" || fail "map add" || return
+	step "$RPAGECTL" map add vm peer a pool "$VM_POOL" || fail "map add" || return
 	fault0=$("$RPAGECTL" -j stat peer a | jq -c '.peers[0].fault')
 	rm -f /tmp/vm-b.qmp
 	vm_qemu "$VM_NODE" "$VM_SERIAL" unix:/tmp/vm-b.qmp -incoming defer
@@ -121,12 +116,12 @@ test_vm_move_b() {
 	echo "$move"
 	barrier vm-moved || return
 	# Demand faults first: the vCPU's touches jump the pull's queue.
-	vm_step "$RPAGECTL" map pull vm || fail "map pull" || return
+	step "$RPAGECTL" map pull vm || fail "map pull" || return
 	vm_wait_passes 1 600 || { cat "$VM_SERIAL"; fail "no good pass on B"; return; }
 	wait_until 600 eval '[ "$("$RPAGECTL" -j map show vm | jq -r ".[0].depends")" = no ]' ||
 		{ "$RPAGECTL" map show vm; fail "the pull did not finish"; return; }
-	vm_step "$RPAGECTL" map show vm
-	vm_step "$RPAGECTL" stat peer a
+	step "$RPAGECTL" map show vm
+	step "$RPAGECTL" stat peer a
 	barrier vm-pulled || return
 	barrier vm-a-gone || return
 	# What the VM's move cost in faults, whatever earlier tests counted.
@@ -137,16 +132,16 @@ test_vm_move_b() {
 	expect_eq "$(echo "$faults" | jq .sigbus)" 0 "SIGBUS" || return
 	if [ "${VM_FORGET_PEER:-0}" = 1 ]; then
 		# Nothing of the VM's needs A any more: B forgets it.
-		vm_step "$RPAGECTL" peer del a || fail "peer del" || return
+		step "$RPAGECTL" peer del a || fail "peer del" || return
 	fi
 	vm_wait_passes "$VM_PASSES_AFTER" 600 || { cat "$VM_SERIAL"; fail "the VM stopped verifying on B"; return; }
 	kill -0 "$VM_QEMU_PID" || fail "B's QEMU is gone" || return
 	echo "B's VM, with A's pool and QEMU gone:"
 	cat "$VM_SERIAL"
-	vm_step "$RPAGECTL" map show vm
+	step "$RPAGECTL" map show vm
 	$VM_QMP_TOOL /tmp/vm-b.qmp quit > /dev/null
 	wait "$VM_QEMU_PID"
-	vm_step "$RPAGECTL" map del vm || fail "map del" || return
+	step "$RPAGECTL" map del vm || fail "map del" || return
 	checksum=$(cat "$RPAGE_SYNC/vm-checksum")
 	expect_eq "$(vm_checksum)" "$checksum" "checksum on B (A's: $checksum)" || return
 	echo "$move" | grep -q 'source_state=postmigrate destination_state=running' ||
