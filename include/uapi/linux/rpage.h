@@ -323,13 +323,15 @@ struct rpage_pool_export {
  * struct rpage_pool_file - RPAGE_IOC_POOL_FILE: export the pages of a file
  * @id: the pool's id, unique among this host's pools; not 0.
  * @fd: an open file of a shared-memory file system (tmpfs, /dev/shm,
- *	memfd): a VMM's guest RAM, say (QEMU's memory-backend-file with
+ *	memfd, hugetlbfs): a VMM's guest RAM, say (QEMU's memory-backend-file with
  *	share=on), running or paused. Opened for writing if @flags has
  *	RPAGE_POOL_WRITABLE.
  * @flags: RPAGE_POOL_*.
  * @offset: byte offset in the file, a multiple of the page size.
  * @length: bytes, a non-zero multiple of the page size, at most the
- *	module parameter max_pool_mb; holes are filled with zeroed pages.
+ *	module parameter max_pool_mb; holes are filled with zeroed pages
+ *	on tmpfs, and refused with ENXIO on hugetlbfs (which allocates a
+ *	huge page at its first touch: preallocate the range).
  * @reserved: must be zero.
  *
  * The pages are held while exported: what the file's users write to
@@ -341,7 +343,7 @@ struct rpage_pool_export {
  * and dropped under the pool) are refused with EOPNOTSUPP. Needs
  * CAP_SYS_ADMIN. Errors: EINVAL, EBADF (@fd, or not open for writing
  * for a writable pool), EOPNOTSUPP, ERANGE (beyond the file's end),
- * EEXIST, ENOMEM, EINTR, EPERM.
+ * ENXIO (a hole on hugetlbfs), EEXIST, ENOMEM, EINTR, EPERM.
  */
 struct rpage_pool_file {
 	__u64 id;
