@@ -16,6 +16,7 @@
  * with the files they were made through, which the test process closes
  * when it ends.
  */
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <sys/mman.h>
@@ -1469,6 +1470,123 @@ TEST_F_TIMEOUT(map, named_map_rejects_bad_arguments, 120)
 	EXPECT_EQ(0, named_del(self->fd, "t-named", 0));
 	EXPECT_EQ(-ENOENT, named_del(self->fd, "t-named", 0));
 	EXPECT_EQ(-ENOENT, rpage_map_stats(self->fd, &st));
+}
+
+/*
+ * A named mapping's pages are prefetched and evicted through its id from
+ * a /dev/rpage file other than the one that made it, as an operator's
+ * tool would while a VMM maps the node: the eviction writes back what
+ * the VMM wrote, drops the pages from every process that maps the node
+ * (a child here), and each refaults with the bytes last written.
+ */
+TEST_F_TIMEOUT(map, named_mapping_prefetch_and_evict_through_its_id, 120)
+{
+	const uint64_t pages = 64;
+	unsigned char *buf = anon(pages), *addr;
+	struct rpage_map_add add;
+	struct rpage_prefetch pf;
+	struct rpage_fault_stats st;
+	struct rpage_evict ev;
+	char path[64];
+	int other, node, status, go[2], done[2];
+	pid_t pid;
+	char c;
+
+	NEED_PEER();
+	ASSERT_NE(NULL, buf);
+	make_pool(_metadata, self, POOL_A, pages, RPAGE_POOL_WRITABLE);
+	named_del(self->fd, "t-evict", RPAGE_MAP_DEL_FORCE);
+	add = named_add(self, "t-evict", POOL_A, pages * page);
+	ASSERT_EQ(0, rpage_map_add(self->fd, &add));
+	snprintf(path, sizeof(path), "/dev/%s/t-evict", RPAGE_MAP_NODE_DIR);
+	node = open(path, O_RDWR);
+	ASSERT_LE(0, node) TH_LOG("open %s: %s", path, strerror(errno));
+	addr = mmap(NULL, pages * page, PROT_READ | PROT_WRITE, MAP_SHARED,
+		    node, 0);
+	ASSERT_NE(MAP_FAILED, addr);
+	close(node);
+	other = rpage_test_open();
+	ASSERT_LE(0, other);
+
+	/* Pages 0 to 31 prefetched through the other file: no fault reads them. */
+	pf = (struct rpage_prefetch) {
+		.map_id = add.map_id, .flags = RPAGE_PREFETCH_WAIT,
+		.length = 32 * page,
+	};
+	ASSERT_EQ(0, rpage_map_prefetch(other, &pf));
+	EXPECT_EQ(32, pf.queued);
+	EXPECT_EQ(0, pf.failed);
+	EXPECT_EQ(UINT64_MAX, check_pages(addr, POOL_A, 0, 0, pages, SEED));
+	st = map_stats(_metadata, other, add.map_id);
+	EXPECT_EQ(32, st.prefetched);
+	EXPECT_EQ(32, st.prefetch_hits);
+	EXPECT_EQ(32, st.faults);
+
+	/*
+	 * A child maps the node too and reads every page (the same pages: no
+	 * READ); pages 8 to 23 then get the second pattern here.
+	 */
+	ASSERT_EQ(0, pipe(go));
+	ASSERT_EQ(0, pipe(done));
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (pid == 0) {
+		unsigned char *m;
+		int fd = open(path, O_RDWR), bad = 0;
+
+		m = fd < 0 ? MAP_FAILED : mmap(NULL, pages * page, PROT_READ,
+					       MAP_SHARED, fd, 0);
+		if (m == MAP_FAILED)
+			_exit(2);
+		if (check_pages(m, POOL_A, 0, 0, pages, SEED) != UINT64_MAX)
+			_exit(3);
+		if (write(done[1], "r", 1) != 1 || read(go[0], &c, 1) != 1)
+			_exit(4);
+		/* After the eviction: each page refaults, with the last write. */
+		bad |= check_pages(m, POOL_A, 0, 0, 8, SEED) != UINT64_MAX;
+		bad |= check_pages(m, POOL_A, 0, 8, 16, SEED2) != UINT64_MAX;
+		bad |= check_pages(m, POOL_A, 0, 24, 40, SEED) != UINT64_MAX;
+		_exit(bad ? 5 : 0);
+	}
+	ASSERT_EQ(1, read(done[0], &c, 1));
+	st = map_stats(_metadata, other, add.map_id);
+	EXPECT_EQ(32, st.faults);
+	rpage_pattern_fill(addr + 8 * page, 16 * page, POOL_A, 8 * page, SEED2);
+
+	ev = (struct rpage_evict) { .map_id = add.map_id, .length = pages * page };
+	ASSERT_EQ(0, rpage_map_evict(other, &ev));
+	EXPECT_EQ(pages, ev.evicted);
+	EXPECT_EQ(16, ev.written);
+
+	/* The pool has the write... */
+	memset(buf, 0xa5, pages * page);
+	ASSERT_EQ(0, io1(self->fd, false, self->peer_id, POOL_A, 0, pages * page, buf));
+	EXPECT_EQ(UINT64_MAX, rpage_pattern_check(buf, 8 * page, POOL_A, 0, SEED));
+	EXPECT_EQ(UINT64_MAX, rpage_pattern_check(buf + 8 * page, 16 * page, POOL_A,
+						  8 * page, SEED2));
+	EXPECT_EQ(UINT64_MAX, rpage_pattern_check(buf + 24 * page, 40 * page,
+						  POOL_A, 24 * page, SEED));
+
+	/* ...and the child, then this process, read every page again. */
+	ASSERT_EQ(1, write(go[1], "g", 1));
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) {
+		TH_LOG("child: status %#x", status);
+	}
+	EXPECT_EQ(UINT64_MAX, check_pages(addr, POOL_A, 0, 8, 16, SEED2));
+	EXPECT_EQ(UINT64_MAX, check_pages(addr, POOL_A, 0, 24, 40, SEED));
+	EXPECT_EQ(UINT64_MAX, check_pages(addr, POOL_A, 0, 0, 8, SEED));
+	st = map_stats(_metadata, self->fd, add.map_id);
+	EXPECT_EQ(pages, st.evicted);
+	EXPECT_EQ(16, st.written);
+	/* 32 before, then one READ per page after the eviction, whoever faults. */
+	EXPECT_EQ(32 + pages, st.faults);
+	EXPECT_EQ(0, st.sigbus);
+
+	munmap(addr, pages * page);
+	close(other);
+	EXPECT_EQ(0, named_del(self->fd, "t-evict", 0));
+	munmap(buf, pages * page);
 }
 
 TEST_HARNESS_MAIN
