@@ -22,8 +22,10 @@
  *
  * fault (host B) maps BYTES, registers them with userfaultfd, touches
  * every page once from N threads timing each first access, checks every
- * byte against the pattern and prints two JSON lines (see
- * bench_report_latency() and bench_report_throughput()).
+ * byte against the pattern and prints three JSON lines (see
+ * bench_report_latency() and bench_report_throughput()): the touches'
+ * latency, their throughput, and NAME_overhead, the handler's own time
+ * on each fault beyond its fetch's time on the wire (struct fault).
  *
  * Exit status 0 on success, 1 on failure with one line on stderr.
  *
@@ -1137,11 +1139,21 @@ struct fault_opts {
 
 struct fault {
 	struct fault_opts opts;
-	char name[MAX_NAME + 16];
+	char name[MAX_NAME + 32];	/* + _tN + _overhead */
 	uint8_t *region;
 	size_t npages;
 	size_t *order;		/* the pages in the order they are touched */
 	uint64_t *samples;	/* ns of the touch of order[i] */
+	/*
+	 * Per page the handler installed: its time on the fault (from the
+	 * read of the message, or the end of the fault before it in the same
+	 * read, to the end of UFFDIO_COPY) minus its fetch's time on the
+	 * wire (post to completion, or request sent to page received): what
+	 * the handler itself costs a fault. Only the handler writes them.
+	 */
+	uint64_t *overhead;
+	size_t handled;
+	uint64_t fetch_ns;	/* the last fetch's time on the wire */
 	void *bounce;		/* where a page lands before UFFDIO_COPY */
 	int uffd;
 	int stop_fd;		/* eventfd: the handler may stop */
@@ -1275,7 +1287,7 @@ static int fault_parse(int argc, char **argv, struct fault_opts *o)
 /* Asks serve for the page at @offset over TCP, into the bounce buffer. */
 static void tcp_fetch(struct fault *f, uint64_t offset)
 {
-	uint64_t wire = htole64(offset);
+	uint64_t wire = htole64(offset), start = now_ns();
 	int ret;
 
 	if (send_all(f->tcp_fd, &wire, sizeof(wire)))
@@ -1288,6 +1300,7 @@ static void tcp_fetch(struct fault *f, uint64_t offset)
 	if (ret < 0)
 		die("receiving the page at offset %" PRIu64 ": %s", offset,
 		    strerror(errno));
+	f->fetch_ns = now_ns() - start;
 }
 
 /*
@@ -1315,6 +1328,7 @@ static void rdma_fetch(struct fault *f, uint64_t offset)
 	};
 	struct ibv_send_wr *bad;
 	struct ibv_wc wc;
+	uint64_t start = now_ns();
 	int n, err;
 
 	err = ibv_post_send(f->id->qp, &wr, &bad);
@@ -1328,10 +1342,14 @@ static void rdma_fetch(struct fault *f, uint64_t offset)
 	if (wc.status != IBV_WC_SUCCESS)
 		die("RDMA READ at offset %" PRIu64 ": %s", offset,
 		    ibv_wc_status_str(wc.status));
+	f->fetch_ns = now_ns() - start;
 }
 
-/* Fetches and installs the page that @address is in. */
-static void resolve_fault(struct fault *f, uint64_t address)
+/*
+ * Fetches and installs the page that @address is in; the handler's work
+ * on it began at @start (see struct fault's overhead).
+ */
+static void resolve_fault(struct fault *f, uint64_t address, uint64_t start)
 {
 	uint64_t page = address & ~(uint64_t)(BASELINE_PAGE - 1);
 	uint64_t offset = page - (uintptr_t)f->region;
@@ -1356,6 +1374,8 @@ static void resolve_fault(struct fault *f, uint64_t address)
 			    strerror(errno));
 		copy.copy = 0;
 	}
+	if (f->handled < f->npages)
+		f->overhead[f->handled++] = now_ns() - start - f->fetch_ns;
 }
 
 /* Reads and resolves every fault queued on the (non-blocking) uffd. */
@@ -1364,6 +1384,7 @@ static void handle_faults(struct fault *f)
 	struct uffd_msg msgs[16];
 
 	for (;;) {
+		uint64_t start = now_ns();
 		ssize_t n = read(f->uffd, msgs, sizeof(msgs));
 
 		if (n < 0) {
@@ -1377,7 +1398,8 @@ static void handle_faults(struct fault *f)
 			if (msgs[i].event != UFFD_EVENT_PAGEFAULT)
 				die("unexpected userfaultfd event %u",
 				    msgs[i].event);
-			resolve_fault(f, msgs[i].arg.pagefault.address);
+			resolve_fault(f, msgs[i].arg.pagefault.address, start);
+			start = now_ns();
 		}
 	}
 }
@@ -1645,7 +1667,8 @@ static int fault_plan(struct fault *f)
 	f->npages = f->opts.size / BASELINE_PAGE;
 	f->order = calloc(f->npages, sizeof(*f->order));
 	f->samples = calloc(f->npages, sizeof(*f->samples));
-	if (!f->order || !f->samples) {
+	f->overhead = calloc(f->npages, sizeof(*f->overhead));
+	if (!f->order || !f->samples || !f->overhead) {
 		pr_err("out of memory for %zu pages of samples", f->npages);
 		return -1;
 	}
@@ -1792,6 +1815,7 @@ static void fault_teardown(struct fault *f)
 	free(f->bounce);
 	free(f->order);
 	free(f->samples);
+	free(f->overhead);
 }
 
 /* uffd_<transport>_<order>, and _t<N> when N touching threads are > 1. */
@@ -1830,6 +1854,10 @@ static int cmd_fault(int argc, char **argv)
 			bench_report_latency(f.name, f.samples, f.npages,
 					     f.opts.samples_dir);
 			bench_report_throughput(f.name, f.opts.size, seconds);
+			/* uffd_rdma_random_overhead: the handler's own cost. */
+			strcat(f.name, "_overhead");
+			bench_report_latency(f.name, f.overhead, f.handled,
+					     f.opts.samples_dir);
 			ret = 0;
 		}
 	}

@@ -1,11 +1,16 @@
 # SPDX-License-Identifier: GPL-2.0
 #
-# The benchmark job on each host, one run for every figure and baseline:
-# host A serves (an rpage pool, the userfaultfd baseline's server, the
-# perftest servers); host B measures, in this order, perftest's bare
-# RDMA READ (ib_read_lat, ib_read_bw), rpage (rpage-bench), then the
-# userfaultfd handler over libibverbs and over TCP. B leaves JSON lines
-# and latency samples in $RPAGE_OUT/bench/ for the host to tabulate.
+# The benchmark job on each host: host A serves (an rpage pool, the
+# userfaultfd baseline's server, the perftest servers); host B measures.
+# First one run of every figure and baseline, in this order: perftest's
+# bare RDMA READ (ib_read_lat, ib_read_bw), rpage (rpage-bench), then the
+# userfaultfd handler over libibverbs and over TCP. Then ROUNDS rounds of
+# the headline pairs, each figure next to its baseline in the same round
+# and the order flipped every round (rpage first, then baseline first),
+# so that the report's ratios are medians of per-round ratios, which a
+# drift of the emulated wire over the run does not bias. B leaves JSON
+# lines and latency samples in $RPAGE_OUT/bench/ (the rounds' records in
+# rounds/N/) for the host to tabulate.
 . "$RPAGE_REPO/selftests/guest/lib.sh"
 
 # Bytes each fault benchmark touches; iterations of the perftest runs
@@ -16,6 +21,13 @@ SIZE=16M
 LAT_ITERS=5000
 BW_ITERS=20000
 BW64K_ITERS=2000
+# The rounds: how many (RPAGE_BENCH_ROUNDS, default 5), the bytes their
+# fault and prefetch figures touch, their perftest iterations.
+ROUNDS=${RPAGE_BENCH_ROUNDS:-5}
+ROUND_FAULT_SIZE=4M
+ROUND_PREFETCH_SIZE=16M
+ROUND_LAT_ITERS=1000
+ROUND_BW_ITERS=4000
 PATTERN=$SELFTESTS/rpage_pattern
 UFFD=$SELFTESTS/rpage_uffd_baseline
 BENCH=$SELFTESTS/rpage-bench
@@ -90,6 +102,11 @@ serve_on_a() {
 	perftest_server lat ib_read_lat -s 4096 -R -F -n "$LAT_ITERS" || return
 	perftest_server bw ib_read_bw -s 4096 -R -F -n "$BW_ITERS" || return
 	perftest_server bw64k ib_read_bw -s 65536 -o 16 -R -F -n "$BW64K_ITERS" || return
+	local r
+	for r in $(seq "$ROUNDS"); do
+		perftest_server "lat$r" ib_read_lat -s 4096 -R -F -n "$ROUND_LAT_ITERS" || return
+		perftest_server "bw$r" ib_read_bw -s 4096 -R -F -n "$ROUND_BW_ITERS" || return
+	done
 	barrier measured || return
 	touch /tmp/until1 /tmp/uffd.until
 	wait
@@ -123,14 +140,55 @@ measure_on_b() {
 		done
 	done
 	cat "$OUT/uffd.jsonl"
+	measure_rounds || return
 	"$RPAGECTL" stat peer "$PEER"
 	profile_faults
 }
 
+# round_rpage DIR R: round R's rpage figures: random faults, then a
+# prefetch of a whole mapping touched in order.
+round_rpage() {
+	"$BENCH" "$PEER" 1 --size "$ROUND_FAULT_SIZE" --only fault_random >> "$1/rpage.jsonl" &&
+		"$BENCH" "$PEER" 1 --size "$ROUND_PREFETCH_SIZE" --only prefetch_touch >> "$1/rpage.jsonl" ||
+		fail "round $2: rpage-bench"
+}
+
+# round_baselines DIR R: round R's baselines: bare READs of one page
+# (latency, then throughput) and the userfaultfd handler over RDMA.
+round_baselines() {
+	perftest_client "lat$2" ib_read_lat -s 4096 -R -F -n "$ROUND_LAT_ITERS" > "$1/ib_read_lat.log" 2>&1 ||
+		{ cat "$1/ib_read_lat.log"; fail "round $2: ib_read_lat"; return; }
+	perftest_lat_record "$1/ib_read_lat.log" > "$1/perftest.jsonl"
+	perftest_client "bw$2" ib_read_bw -s 4096 -R -F -n "$ROUND_BW_ITERS" > "$1/ib_read_bw.log" 2>&1 ||
+		{ cat "$1/ib_read_bw.log"; fail "round $2: ib_read_bw"; return; }
+	perftest_bw_record "$1/ib_read_bw.log" ib_read_bw 4096 >> "$1/perftest.jsonl"
+	"$UFFD" fault --server "$RPAGE_PEER_IP" --transport rdma --size "$ROUND_FAULT_SIZE" \
+		--order random > "$1/uffd.jsonl" || fail "round $2: uffd baseline"
+}
+
+# The rounds, rpage first in odd ones and the baselines first in even
+# ones; each round's records in rounds/N/.
+measure_rounds() {
+	local r dir
+	for r in $(seq "$ROUNDS"); do
+		dir=$OUT/rounds/$r
+		mkdir -p "$dir"
+		if [ $((r % 2)) -eq 1 ]; then
+			round_rpage "$dir" "$r" && round_baselines "$dir" "$r" || return
+		else
+			round_baselines "$dir" "$r" && round_rpage "$dir" "$r" || return
+		fi
+		echo "round $r of $ROUNDS:"
+		cat "$dir"/*.jsonl
+	done
+}
+
 # Where a fault's time goes, from the tracepoints: the fault's time in
-# rpage (rpage_fault_end) and its READ's time on the wire, post to
-# completion (rpage_io_done), as samples files the report tabulates
-# next to rpage-bench's fault_random (the time seen by the toucher).
+# rpage (rpage_fault_end), its READ's time on the wire, post to
+# completion (rpage_io_done), and their difference per fault (what rpage
+# itself costs a fault), as samples files the report tabulates next to
+# rpage-bench's fault_random (the time seen by the toucher) and to the
+# userfaultfd handler's own cost (uffd_rdma_random_overhead).
 profile_faults() {
 	local tracefs=/sys/kernel/tracing
 	[ -d "$tracefs/events/rpage" ] || { echo "no rpage tracepoints"; return 0; }
@@ -145,6 +203,13 @@ profile_faults() {
 		> "$OUT/samples/trace_fault_in_rpage.txt"
 	sed -n 's/.* rpage_io_done: .* READ pages=1 status=0 ns=\([0-9]*\)$/\1/p' "$tracefs/trace" \
 		> "$OUT/samples/trace_read_on_wire.txt"
+	# Each fault's own cost: its time in rpage minus its READ's time on
+	# the wire. One thread faulting without read-ahead: each fetching
+	# fault is one READ's io_done, then its fault_end.
+	awk '/ rpage_io_done: .* READ pages=1 status=0 ns=/ { sub(/.*ns=/, ""); wire = $0; next }
+	     / rpage_fault_end: .* fetched err=0 ns=/ && wire != "" {
+		sub(/.*ns=/, ""); print $0 - wire; wire = "" }' "$tracefs/trace" \
+		> "$OUT/samples/trace_fault_overhead.txt"
 	wc -l "$OUT"/samples/trace_*.txt
 	barrier measured
 }
