@@ -365,14 +365,19 @@ void rpage_conn_destroy(struct rpage_conn *conn)
 		rdma_disconnect(cm_id);
 	/* What is in flight completes flushed; its posters see it and go. */
 	rpage_conn_to_error(conn);
+	/* Once they are gone, none comes back: it is closed (see users). */
 	down_write(&conn->users);
 	rpage_conn_free_qp(conn);
-	/* Waits for a callback still running on the id. */
+	up_write(&conn->users);
+	/*
+	 * Waits for a callback still running on the id, so not under users:
+	 * rdma_cm runs our callbacks under its handler mutex, they take
+	 * inbound_lock, and the inbound heartbeat takes users under that.
+	 */
 	rdma_destroy_id(cm_id);
 	conn->cm_id = NULL;
 	rpage_conn_free_rest(conn);
 	rpage_conn_set_state(conn, RPAGE_CONN_IDLE);
-	up_write(&conn->users);
 }
 
 /**
