@@ -15,6 +15,7 @@
 #include "rpage-pri.h"
 
 #include <linux/delay.h>
+#include <linux/kmemleak.h>
 #include <linux/sched.h>
 #include <linux/slab.h>
 
@@ -490,6 +491,8 @@ static int rpage_ctl_post(struct rpage_conn *conn, struct rpage_ctl_wait *wait,
 		if (!rpage_ctl_wait_for(conn, wait, max(timeout_ms, 1000U))) {
 			pr_err("peer %s: a control request never completed\n",
 			       conn->peer->name);
+			/* On purpose: the device may still use it. */
+			kmemleak_not_leak(wait);
 			return -EDEADLK;
 		}
 		return -ETIMEDOUT;

@@ -33,6 +33,7 @@
 #include "rpage-trace.h"
 
 #include <linux/delay.h>
+#include <linux/kmemleak.h>
 #include <linux/mm.h>
 #include <linux/sched/signal.h>
 #include <linux/slab.h>
@@ -115,31 +116,36 @@ static enum dma_data_direction rpage_xfer_dir(const struct rpage_xfer *x)
 	return x->write ? DMA_TO_DEVICE : DMA_FROM_DEVICE;
 }
 
-/* A work request completed, in whichever context polled for it. */
+/*
+ * A work request completed, in whichever context polled for it: maybe
+ * after its transfer gave up on it (rpage_xfer_abandon()) and its caller,
+ * whose request may have been on its stack, returned. So it touches the
+ * run, which is then never freed, and never the request.
+ */
 static void rpage_xfer_op_done(struct ib_cq *cq, struct ib_wc *wc)
 {
 	struct rpage_xfer_op *op = container_of(wc->wr_cqe, struct rpage_xfer_op,
 						cqe);
 	struct rpage_xfer_run *run = op->run;
 	struct rpage_conn *conn = run->conn;
-	struct rpage_xfer *x = run->x;
+	bool write = op->wr.wr.opcode == IB_WR_RDMA_WRITE;
 	unsigned int pages = op->wr.wr.num_sge, i;
 	bool failed = wc->status != IB_WC_SUCCESS;
 	u64 ns = ktime_get_ns() - op->posted_ns;
 
-	rpage_counters_io(&conn->peer->counters, x->write, pages, ns, failed);
-	rpage_counters_io(&conn->dev->counters, x->write, pages, ns, failed);
-	trace_rpage_io_done(conn->peer->id, conn->cm_id->qp->qp_num, x->write,
+	rpage_counters_io(&conn->peer->counters, write, pages, ns, failed);
+	rpage_counters_io(&conn->dev->counters, write, pages, ns, failed);
+	trace_rpage_io_done(conn->peer->id, conn->cm_id->qp->qp_num, write,
 			    pages, wc->status, ns);
 	for (i = 0; i < pages; i++)
 		ib_dma_unmap_page(conn->dev->ibdev, op->sge[i].addr, PAGE_SIZE,
-				  rpage_xfer_dir(x));
+				  write ? DMA_TO_DEVICE : DMA_FROM_DEVICE);
 	if (!failed)
 		rpage_peer_alive(conn->peer);
 	/* In completion order: the first failure of the queue pair speaks. */
 	else
 		rpage_peer_conn_lost(conn, "%s completion: %s (status %d) on queue pair %u",
-				     x->write ? "WRITE" : "READ",
+				     write ? "WRITE" : "READ",
 				     ib_wc_status_msg(wc->status), wc->status,
 				     conn->index);
 	op->wc_status = wc->status;
@@ -379,6 +385,8 @@ static void rpage_xfer_abandon(struct rpage_xfer_run *run)
 			get_page(run->x->pages[op->first + p]);
 	}
 	run->leaked = true;
+	/* On purpose: what the device may still write to must stay. */
+	kmemleak_not_leak(run);
 }
 
 /*
