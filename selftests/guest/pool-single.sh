@@ -13,7 +13,10 @@ local_pool_listed() {
 
 test_setup() {
 	modprobe ib_core && modprobe rdma_cm || return
-	insmod "$RPAGE_KO" qps_per_peer=2 io_timeout_ms=5000 || fail "insmod" || return
+	# Reads in flight on a destroyed pool drain within io_timeout_ms
+	# (test_destroy_while_reading).
+	insmod "$RPAGE_KO" qps_per_peer=2 io_timeout_ms=$((5000 * RPAGE_SLOW)) ||
+		fail "insmod" || return
 	"$RPAGECTL" endpoint add "$SELF" || return
 	"$RPAGECTL" peer add self addr "$SELF" || return
 	wait_until 60 peer_is self connected || fail "self not connected" || return
