@@ -21,9 +21,9 @@ SIZE=16M
 LAT_ITERS=5000
 BW_ITERS=20000
 BW64K_ITERS=2000
-# The rounds: how many (RPAGE_BENCH_ROUNDS, default 5), the bytes their
-# fault and prefetch figures touch, their perftest iterations.
-ROUNDS=${RPAGE_BENCH_ROUNDS:-5}
+# The rounds: how many, the bytes their fault and prefetch figures
+# touch, their perftest iterations.
+ROUNDS=5
 ROUND_FAULT_SIZE=4M
 ROUND_PREFETCH_SIZE=16M
 ROUND_LAT_ITERS=1000
