@@ -64,6 +64,7 @@
 #include <stddef.h>
 #include <arpa/inet.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 
 #include "rpage_tool.h"
@@ -72,6 +73,13 @@
 #define FZ_POOL_BASE	0x10000f000ULL
 #define FZ_POOLS	8
 #define FZ_POOL_MAX	(1ULL << 20)
+
+/*
+ * The shared-memory file RPAGE_IOC_POOL_FILE exports from: a memfd of
+ * its own (twice FZ_POOL_MAX, so that ranges may run past its end), open
+ * for writing and, through a second open, read-only.
+ */
+#define FZ_FILE_PAGES	(2 * FZ_POOL_MAX / 4096)
 
 /* Its peers (fz-0 ...) and the ports of its endpoints at PEER's address. */
 #define FZ_PEERS	8
@@ -102,7 +110,7 @@
 #define FZ_USER_TOP	0x00007ffffffff000ULL
 
 #define FZ_ERRNO_MAX	1024
-#define FZ_NR_CMDS	(_RPAGE_MAP_LIST + 1)
+#define FZ_NR_CMDS	(_RPAGE_POOL_FILE + 1)
 /* Bucket of the counters for command numbers rpage does not have. */
 #define FZ_RANDOM	FZ_NR_CMDS
 #define FZ_REPORT_MAX	50
@@ -131,6 +139,7 @@ enum fz_kind {
 	K_LOSS,		/* a loss timeout */
 	K_MODE,		/* permission bits, at most 0777 */
 	K_UGID,		/* a user or group id; (u32)-1 is none */
+	K_FD,		/* a file descriptor */
 };
 
 struct fz_field {
@@ -292,6 +301,15 @@ static const struct fz_field f_map_del[] = {
 	FLD(struct rpage_map_del, reserved, K_RSV, 0),
 };
 
+static const struct fz_field f_pool_file[] = {
+	FLD(struct rpage_pool_file, id, K_POOL, 0),
+	FLD(struct rpage_pool_file, fd, K_FD, 0),
+	FLD(struct rpage_pool_file, flags, K_FLAGS, RPAGE_POOL_FLAGS_ALL),
+	FLD(struct rpage_pool_file, offset, K_OFF, 0),
+	FLD(struct rpage_pool_file, length, K_LEN, 0),
+	FLD(struct rpage_pool_file, reserved, K_RSV, 0),
+};
+
 struct fz_cmd {
 	const char *name;
 	unsigned long cmd;
@@ -335,6 +353,7 @@ static const struct fz_cmd fz_cmds[FZ_NR_CMDS] = {
 	CMD(_RPAGE_MAP_ADD, MAP_ADD, f_map_add),
 	CMD(_RPAGE_MAP_DEL, MAP_DEL, f_map_del),
 	LIST(_RPAGE_MAP_LIST, MAP_LIST, struct rpage_map_info),
+	CMD(_RPAGE_POOL_FILE, POOL_FILE, f_pool_file),
 };
 
 /* Big enough for any argument structure. */
@@ -355,6 +374,7 @@ union fz_arg {
 	struct rpage_peer_set set;
 	struct rpage_map_add add;
 	struct rpage_map_del del;
+	struct rpage_pool_file file;
 	unsigned char bytes[1024];
 };
 
@@ -442,6 +462,7 @@ static struct {
 	uint64_t max_pool;
 	int shared_fd;
 	pthread_mutex_t shared_lock;
+	int file_fd, file_ro_fd;	/* FZ_FILE_PAGES of a memfd */
 	char *ro_area;
 	uint64_t deadline_ms;
 	pthread_mutex_t out_lock;
@@ -1031,6 +1052,13 @@ static void fz_build(struct fz_thread *t, unsigned int nr, union fz_arg *a)
 			 (unsigned int)rnd_below(t, FZ_NAMED));
 		a->del.flags = (__u32)(rnd(t) & RPAGE_MAP_DEL_FLAGS_ALL);
 		break;
+	case _RPAGE_POOL_FILE:
+		a->file.id = fz_pool_id((unsigned int)rnd(t));
+		a->file.fd = chance(t, 80) ? fz.file_fd : fz.file_ro_fd;
+		a->file.flags = (__u32)(rnd(t) & RPAGE_POOL_FLAGS_ALL);
+		a->file.length = rnd_pages(t) * page;
+		a->file.offset = rnd_below(t, FZ_FILE_PAGES - a->file.length / page + 1) * page;
+		break;
 	case _RPAGE_PEER_SET:
 		if (chance(t, 70))
 			snprintf(a->set.name, sizeof(a->set.name), "%s", fz.peer_name);
@@ -1272,6 +1300,15 @@ static void mutate_field(struct fz_thread *t, void *buf, const struct fz_field *
 		fld_set(buf, f, vals[rnd_below(t, ARRAY_LEN(vals))]);
 		return;
 	}
+	case K_FD: {
+		const uint64_t vals[] = {
+			(__u32)-1, 0, 1, 2, (__u32)fz.file_fd, (__u32)fz.file_ro_fd,
+			(__u32)fz.shared_fd, 1000000, 0x80000000, rnd(t),
+		};
+
+		fld_set(buf, f, vals[rnd_below(t, ARRAY_LEN(vals))]);
+		return;
+	}
 	case K_UGID: {
 		const uint64_t vals[] = { 0, 1, 65534, 0xffffffff, 0xfffffffe, rnd(t) };
 
@@ -1364,6 +1401,14 @@ static void safe_sink(const struct fz_thread *t, __u64 *p)
 
 	if (w != W_BAD && w != W_SINK && w != W_RO)
 		*p = FZ_KADDR;
+}
+
+/* Whether @fd is open on a regular file (not on a closed descriptor). */
+static bool fz_fd_is_regular(int fd)
+{
+	struct stat st;
+
+	return fd >= 0 && !fstat(fd, &st) && S_ISREG(st.st_mode);
 }
 
 static void safe_pool(__u64 *id)
@@ -1494,6 +1539,20 @@ static void fz_sanitize(struct fz_thread *t, unsigned int nr, union fz_arg *a)
 	case _RPAGE_MAP_DEL:
 		safe_name(a->del.name, true);
 		break;
+	case _RPAGE_POOL_FILE:
+		safe_pool(&a->file.id);
+		if (a->file.length > FZ_POOL_MAX && a->file.length <= fz.max_pool &&
+		    !(a->file.length % page))
+			a->file.length = FZ_POOL_MAX;
+		/*
+		 * Peers may write what is exported: no regular file of the
+		 * process but the memfd made for it (the argument buffers are
+		 * memfds too). Pipes, sockets and /dev/rpage stay.
+		 */
+		if (a->file.fd != fz.file_fd && a->file.fd != fz.file_ro_fd &&
+		    fz_fd_is_regular(a->file.fd))
+			a->file.fd = fz.file_ro_fd;
+		break;
 	case _RPAGE_PEER_SET:
 		if (a->set.loss_timeout_ms > 2000 &&
 		    a->set.loss_timeout_ms <= RPAGE_LOSS_TIMEOUT_MAX_MS)
@@ -1582,6 +1641,10 @@ static const char *fields_invalid(const void *buf, const struct fz_field *fields
 		case K_UGID:
 			if (v == 0xffffffff)
 				return why("%s -1", f->name);
+			break;
+		case K_FD:
+			if ((__s32)v < 0)
+				return why("%s %d", f->name, (__s32)v);
 			break;
 		default:
 			break;
@@ -1715,6 +1778,21 @@ static const char *fz_invalid(const struct fz_thread *t, unsigned int nr,
 		if (a->set.mask & RPAGE_PEER_SET_LOSS_TIMEOUT &&
 		    a->set.loss_timeout_ms > RPAGE_LOSS_TIMEOUT_MAX_MS)
 			return "loss timeout above a day";
+		break;
+	case _RPAGE_POOL_FILE:
+		if (!a->file.id)
+			return "pool id 0";
+		if (a->file.length > fz.max_pool)
+			return "longer than max_pool_mb";
+		if (a->file.fd == fz.file_ro_fd && a->file.flags & RPAGE_POOL_WRITABLE)
+			return "writable pool of a file open read-only";
+		if ((a->file.fd == fz.file_fd || a->file.fd == fz.file_ro_fd) &&
+		    (a->file.offset + a->file.length < a->file.offset ||
+		     a->file.offset + a->file.length > FZ_FILE_PAGES * page))
+			return "beyond the file's end";
+		if (a->file.fd >= 0 && a->file.fd != fz.file_fd &&
+		    a->file.fd != fz.file_ro_fd && !fz_fd_is_regular(a->file.fd))
+			return "not a file of a shared-memory file system";
 		break;
 	case _RPAGE_MAP_ADD:
 	case _RPAGE_MAP_DEL:
@@ -2456,6 +2534,7 @@ static void *fz_thread_run(void *arg)
 
 static bool fz_setup_memory(void)
 {
+	char path[64];
 	void *hole;
 
 	/* An address range mapped once, then never again. */
@@ -2467,6 +2546,19 @@ static bool fz_setup_memory(void)
 		return false;
 	}
 	munmap(hole, FZ_HOLE_SIZE);
+
+	/* What RPAGE_IOC_POOL_FILE exports, open twice. */
+	fz.file_fd = memfd_create("rpage_ioctl_fuzz_pool", MFD_CLOEXEC);
+	if (fz.file_fd < 0 || ftruncate(fz.file_fd, FZ_FILE_PAGES * page)) {
+		fail("memfd: %s", strerror(errno));
+		return false;
+	}
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fz.file_fd);
+	fz.file_ro_fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fz.file_ro_fd < 0) {
+		fail("%s: %s", path, strerror(errno));
+		return false;
+	}
 
 	/* Read-only pages, whose bytes make no valid structure. */
 	fz.ro_area = fz_guarded(FZ_RO_PAGES);
