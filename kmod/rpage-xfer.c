@@ -111,9 +111,9 @@ struct rpage_xfer_run {
 	struct rpage_xfer_op ops[];
 };
 
-static enum dma_data_direction rpage_xfer_dir(const struct rpage_xfer *x)
+static enum dma_data_direction rpage_xfer_dir(bool write)
 {
-	return x->write ? DMA_TO_DEVICE : DMA_FROM_DEVICE;
+	return write ? DMA_TO_DEVICE : DMA_FROM_DEVICE;
 }
 
 /*
@@ -139,7 +139,7 @@ static void rpage_xfer_op_done(struct ib_cq *cq, struct ib_wc *wc)
 			    pages, wc->status, ns);
 	for (i = 0; i < pages; i++)
 		ib_dma_unmap_page(conn->dev->ibdev, op->sge[i].addr, PAGE_SIZE,
-				  write ? DMA_TO_DEVICE : DMA_FROM_DEVICE);
+				  rpage_xfer_dir(write));
 	if (!failed)
 		rpage_peer_alive(conn->peer);
 	/* In completion order: the first failure of the queue pair speaks. */
@@ -189,7 +189,7 @@ static bool rpage_xfer_map(struct rpage_xfer_run *run, unsigned long g,
 {
 	struct ib_device *ibdev = run->conn->dev->ibdev;
 	u64 dma = ib_dma_map_page(ibdev, run->x->pages[g], 0, PAGE_SIZE,
-				  rpage_xfer_dir(run->x));
+				  rpage_xfer_dir(run->x->write));
 
 	if (ib_dma_mapping_error(ibdev, dma))
 		return false;
@@ -257,7 +257,7 @@ static void rpage_xfer_unbuild(struct rpage_xfer_run *run,
 
 	for (i = 0; i < op->wr.wr.num_sge; i++)
 		ib_dma_unmap_page(run->conn->dev->ibdev, op->sge[i].addr,
-				  PAGE_SIZE, rpage_xfer_dir(run->x));
+				  PAGE_SIZE, rpage_xfer_dir(run->x->write));
 	op->state = RPAGE_OP_FREE;
 	run->free[run->nr_free++] = op - run->ops;
 	run->next = min(run->next, op->first);
