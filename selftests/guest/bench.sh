@@ -52,16 +52,18 @@ perftest_server() {
 	wait "$pid" || { cat "/tmp/$name-server.log"; fail "$1 server"; }
 }
 
-# perftest_client NAME COMMAND...: on B, once A's server NAME listens.
+# perftest_client NAME LOG COMMAND...: on B, once A's server NAME
+# listens; the output in LOG, shown if every try failed.
 perftest_client() {
-	local name=$1
-	shift
+	local name=$1 log=$2
+	shift 2
 	barrier "$name-listening" || return
 	for _ in 1 2 3 4 5; do
-		timeout 120 "$@" "$RPAGE_PEER_IP" && return 0
+		timeout 120 "$@" "$RPAGE_PEER_IP" > "$log" 2>&1 && return 0
 		sleep 2
 	done
-	return 1
+	cat "$log"
+	fail "$*"
 }
 
 # ib_read_lat's summary line (usec) as a latency record; the sample
@@ -115,14 +117,14 @@ serve_on_a() {
 measure_on_b() {
 	mkdir -p "$OUT/samples"
 	barrier servers-up || return
-	perftest_client lat ib_read_lat -s 4096 -R -F -H -n "$LAT_ITERS" > "$OUT/ib_read_lat.log" 2>&1 ||
-		{ cat "$OUT/ib_read_lat.log"; fail "ib_read_lat"; return; }
+	perftest_client lat "$OUT/ib_read_lat.log" ib_read_lat -s 4096 -R -F -H \
+		-n "$LAT_ITERS" || return
 	perftest_lat_record "$OUT/ib_read_lat.log" > "$OUT/perftest.jsonl"
-	perftest_client bw ib_read_bw -s 4096 -R -F -n "$BW_ITERS" > "$OUT/ib_read_bw.log" 2>&1 ||
-		{ cat "$OUT/ib_read_bw.log"; fail "ib_read_bw"; return; }
+	perftest_client bw "$OUT/ib_read_bw.log" ib_read_bw -s 4096 -R -F \
+		-n "$BW_ITERS" || return
 	perftest_bw_record "$OUT/ib_read_bw.log" ib_read_bw 4096 >> "$OUT/perftest.jsonl"
-	perftest_client bw64k ib_read_bw -s 65536 -o 16 -R -F -n "$BW64K_ITERS" > "$OUT/ib_read_bw_64k.log" 2>&1 ||
-		{ cat "$OUT/ib_read_bw_64k.log"; fail "ib_read_bw -s 65536"; return; }
+	perftest_client bw64k "$OUT/ib_read_bw_64k.log" ib_read_bw -s 65536 -o 16 \
+		-R -F -n "$BW64K_ITERS" || return
 	perftest_bw_record "$OUT/ib_read_bw_64k.log" ib_read_bw_64k 65536 >> "$OUT/perftest.jsonl"
 	cat "$OUT/perftest.jsonl"
 
@@ -156,11 +158,11 @@ round_rpage() {
 # round_baselines DIR R: round R's baselines: bare READs of one page
 # (latency, then throughput) and the userfaultfd handler over RDMA.
 round_baselines() {
-	perftest_client "lat$2" ib_read_lat -s 4096 -R -F -n "$ROUND_LAT_ITERS" > "$1/ib_read_lat.log" 2>&1 ||
-		{ cat "$1/ib_read_lat.log"; fail "round $2: ib_read_lat"; return; }
+	perftest_client "lat$2" "$1/ib_read_lat.log" ib_read_lat -s 4096 -R -F \
+		-n "$ROUND_LAT_ITERS" || return
 	perftest_lat_record "$1/ib_read_lat.log" > "$1/perftest.jsonl"
-	perftest_client "bw$2" ib_read_bw -s 4096 -R -F -n "$ROUND_BW_ITERS" > "$1/ib_read_bw.log" 2>&1 ||
-		{ cat "$1/ib_read_bw.log"; fail "round $2: ib_read_bw"; return; }
+	perftest_client "bw$2" "$1/ib_read_bw.log" ib_read_bw -s 4096 -R -F \
+		-n "$ROUND_BW_ITERS" || return
 	perftest_bw_record "$1/ib_read_bw.log" ib_read_bw 4096 >> "$1/perftest.jsonl"
 	"$UFFD" fault --server "$RPAGE_PEER_IP" --transport rdma --size "$ROUND_FAULT_SIZE" \
 		--order random > "$1/uffd.jsonl" || fail "round $2: uffd baseline"
