@@ -171,6 +171,7 @@ static int rpage_fetch_page(struct rpage_fault_ctx *fc, unsigned long index,
 	x.slow = rpage_fault_xfer_slow;
 	x.priv = fc;
 	ret = rpage_xfer(&x);
+	rpage_map_xfer_release(&x);
 	if (ret) {
 		/* The transfer keeps its own reference if the device kept it. */
 		put_page(page);
@@ -397,6 +398,7 @@ static bool rpage_prefetch_read_chunk(struct rpage_prefetch_run *run)
 		x.done = rpage_prefetch_done;
 		x.priv = run;
 		ret = rpage_xfer(&x);
+		rpage_map_xfer_release(&x);
 	}
 	if (ready < chunk->nr) {
 		pr_info_ratelimited("mapping %u: prefetch stopped, %s, with %lu pages left unfetched\n",
@@ -494,6 +496,11 @@ long rpage_ioctl_prefetch(struct rpage_file *rfile, void __user *argp)
 	arg.queued = rpage_pages_absent(map, first, nr);
 	if (!arg.queued)
 		goto out;
+	/* The pages not here have nowhere to come from any more. */
+	if (!rcu_access_pointer(map->peer)) {
+		ret = -ENOTCONN;
+		goto out;
+	}
 	run = rpage_prefetch_alloc(map, first, 1, nr,
 				   arg.depth ?: RPAGE_PREFETCH_DEPTH_DEFAULT);
 	if (!run) {

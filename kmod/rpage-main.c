@@ -581,6 +581,8 @@ static void __exit rpage_exit(void)
 	rpage_pools_exit();
 	rpage_ibdev_exit();
 	destroy_workqueue(rpage_wq);
+	/* Peers are freed after a grace period, by this module's code. */
+	rcu_barrier();
 	pr_info("unloaded\n");
 }
 

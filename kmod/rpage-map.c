@@ -31,6 +31,61 @@ void rpage_map_wake(struct rpage_mapping *map)
 	wake_up_var(map);
 }
 
+/*
+ * Drops @map's reference to its peer, if it still has one: from then on
+ * its pages here are all it has (see rpage_maps_peer_deleted()).
+ */
+static void rpage_map_detach(struct rpage_mapping *map)
+{
+	struct rpage_peer *peer;
+
+	/* A deletion and the inserter that raced it may both get here. */
+	peer = unrcu_pointer(xchg(&map->peer, RCU_INITIALIZER(NULL)));
+	if (peer)
+		rpage_peer_put(peer);
+}
+
+/* @map's peer, referenced; NULL if it was deleted. */
+struct rpage_peer *rpage_map_peer_get(struct rpage_mapping *map)
+{
+	struct rpage_peer *peer;
+
+	rcu_read_lock();
+	peer = rcu_dereference(map->peer);
+	if (peer && !kref_get_unless_zero(&peer->ref))
+		peer = NULL;
+	rcu_read_unlock();
+	return peer;
+}
+
+/*
+ * @peer is being deleted (it is RPAGE_PEER_STATE_DELETING already): no
+ * mapping keeps it. A mapping whose pages are all here (pulled) goes on
+ * working without it, and the peer's memory is freed; in the others, a
+ * fault on a page not here raises SIGBUS, as it would have anyway.
+ */
+void rpage_maps_peer_deleted(struct rpage_peer *peer)
+{
+	XA_STATE(xas, &rpage_maps, 0);
+	struct rpage_mapping *map;
+
+	rcu_read_lock();
+	xas_for_each(&xas, map, ULONG_MAX) {
+		if (xas_retry(&xas, map))
+			continue;
+		if (rcu_access_pointer(map->peer) != peer ||
+		    !kref_get_unless_zero(&map->ref))
+			continue;
+		xas_pause(&xas);
+		rcu_read_unlock();
+		rpage_map_detach(map);
+		rpage_map_put(map);
+		cond_resched();
+		rcu_read_lock();
+	}
+	rcu_read_unlock();
+}
+
 static void rpage_map_release(struct kref *ref)
 {
 	struct rpage_mapping *map = container_of(ref, struct rpage_mapping, ref);
@@ -43,7 +98,7 @@ static void rpage_map_release(struct kref *ref)
 	xa_destroy(&map->pages);
 	rpage_fault_counters_free(&map->counters);
 	mem_cgroup_put(map->memcg);
-	rpage_peer_put(map->peer);
+	rpage_map_detach(map);
 	/* A named mapping's own address space (see rpage-named.c). */
 	if (map->inode)
 		iput(map->inode);
@@ -117,16 +172,19 @@ struct rpage_mapping *rpage_map_new(const struct rpage_map *arg)
 {
 	struct rpage_mapping *map;
 	struct rpage_rpool *rpool;
+	struct rpage_peer *peer;
 	int ret;
 
 	map = kzalloc(sizeof(*map), GFP_KERNEL);
 	if (!map)
 		return ERR_PTR(-ENOMEM);
-	map->peer = rpage_peer_get_by_id(arg->peer_id);
-	if (!map->peer) {
+	peer = rpage_peer_get_by_id(arg->peer_id);
+	if (!peer) {
 		kfree(map);
 		return ERR_PTR(-ENOENT);
 	}
+	/* The mapping's reference; this call uses it until it returns. */
+	RCU_INIT_POINTER(map->peer, peer);
 	kref_init(&map->ref);
 	xa_init(&map->pages);
 	spin_lock_init(&map->ra_lock);
@@ -146,17 +204,17 @@ struct rpage_mapping *rpage_map_new(const struct rpage_map *arg)
 	 * exporter, so that it never reads a pool created later in its
 	 * place.
 	 */
-	ret = rpage_peer_wait_connected(map->peer, true, 0, NULL, NULL);
+	ret = rpage_peer_wait_connected(peer, true, 0, NULL, NULL);
 	if (ret)
 		goto err;
-	rpool = rpage_rpool_get(map->peer, arg->pool_id, 0, arg->offset,
+	rpool = rpage_rpool_get(peer, arg->pool_id, 0, arg->offset,
 				arg->length, false);
 	if (IS_ERR(rpool)) {
 		ret = PTR_ERR(rpool);
 		goto err;
 	}
 	map->pool_generation = rpool->generation;
-	map->node_id = READ_ONCE(map->peer->remote_node_id);
+	map->node_id = READ_ONCE(peer->remote_node_id);
 	rpage_rpool_put(rpool);
 	return map;
 
@@ -171,6 +229,7 @@ err:
  */
 int rpage_map_insert(struct rpage_mapping *map)
 {
+	struct rpage_peer *peer;
 	u32 id;
 	int ret;
 
@@ -183,6 +242,18 @@ int rpage_map_insert(struct rpage_mapping *map)
 		return ret;
 	}
 	map->id = id;
+	/*
+	 * A deletion of the peer that did not see it in the table: the peer
+	 * is deleting by then (its state is set before it looks), so this
+	 * sees it. Pairs with the barrier in rpage_peer_shutdown().
+	 */
+	smp_mb();
+	peer = rpage_map_peer_get(map);
+	if (peer) {
+		if (rpage_peer_deleted(peer))
+			rpage_map_detach(map);
+		rpage_peer_put(peer);
+	}
 	return 0;
 }
 
@@ -403,9 +474,11 @@ static void rpage_evict_claim(struct rpage_evict_batch *b, unsigned long first,
 }
 
 /*
- * Describes a transfer of pages of @map to @x: its peer, and in @range
- * its pool as mapped (this incarnation only), the pages given by index
- * in the mapping (@range->index and ->nr are the caller's to set).
+ * Describes a transfer of pages of @map to @x: its peer (referenced
+ * until rpage_map_xfer_release(); NULL once deleted, and the transfer
+ * then fails), and in @range its pool as mapped (this incarnation
+ * only), the pages given by index in the mapping (@range->index and
+ * ->nr are the caller's to set).
  */
 void rpage_map_xfer_init(struct rpage_mapping *map, struct rpage_xfer *x,
 			 struct rpage_xfer_range *range, bool write)
@@ -417,12 +490,18 @@ void rpage_map_xfer_init(struct rpage_mapping *map, struct rpage_xfer *x,
 		.extent = map->nr_pages,
 	};
 	*x = (struct rpage_xfer) {
-		.peer = map->peer,
+		.peer = rpage_map_peer_get(map),
 		.write = write,
 		.ranges = range,
 		.nr_ranges = 1,
 		.node_id = map->node_id,
 	};
+}
+
+void rpage_map_xfer_release(struct rpage_xfer *x)
+{
+	if (x->peer)
+		rpage_peer_put(x->peer);
 }
 
 /* Writes back the dirty pages of @b (moved to its front) to the pool. */
@@ -439,6 +518,7 @@ static int rpage_evict_write(struct rpage_evict_batch *b)
 	x.nr_pages = b->nr_dirty;
 	x.killable = true;
 	ret = rpage_xfer(&x);
+	rpage_map_xfer_release(&x);
 	return ret == -EPERM ? -EROFS : ret;
 }
 
@@ -519,8 +599,12 @@ long rpage_ioctl_evict(struct rpage_file *rfile, void __user *argp)
 		return PTR_ERR(map);
 	arg.evicted = 0;
 	arg.written = 0;
-	ret = rpage_evict(map, arg.offset >> PAGE_SHIFT,
-			  arg.length >> PAGE_SHIFT, &arg);
+	/* Without its peer, no page evicted could ever be read again. */
+	if (!rcu_access_pointer(map->peer))
+		ret = -ENOTCONN;
+	else
+		ret = rpage_evict(map, arg.offset >> PAGE_SHIFT,
+				  arg.length >> PAGE_SHIFT, &arg);
 	rpage_map_put(map);
 	if (!ret && copy_to_user(argp, &arg, sizeof(arg)))
 		ret = -EFAULT;

@@ -227,6 +227,7 @@ long rpage_ioctl_map_add(struct rpage_file *rfile, void __user *argp)
 {
 	struct rpage_map_add __user *uarg = argp;
 	struct rpage_map_add arg;
+	struct rpage_peer *peer;
 	struct rpage_named *n;
 	struct rpage_map m;
 	kuid_t uid;
@@ -289,9 +290,12 @@ long rpage_ioctl_map_add(struct rpage_file *rfile, void __user *argp)
 		goto err_table;
 	list_add_tail(&n->entry, &rpage_named_list);
 	arg.map_id = n->map->id;
+	peer = rpage_map_peer_get(n->map);
 	pr_info("map %s: peer %s pool %llu, %llu bytes at %llu, node /dev/%s/%s\n",
-		arg.name, n->map->peer->name, arg.pool_id, arg.length, arg.offset,
-		RPAGE_MAP_NODE_DIR, arg.name);
+		arg.name, peer ? peer->name : "(deleted)", arg.pool_id,
+		arg.length, arg.offset, RPAGE_MAP_NODE_DIR, arg.name);
+	if (peer)
+		rpage_peer_put(peer);
 	/*
 	 * From here on a MAP_DEL may free @n at any time: nothing of it is
 	 * touched after the unlock.
@@ -408,10 +412,18 @@ static u32 rpage_named_fill(void *entries, u32 filled, void *ctx)
 		if (count < filled) {
 			struct rpage_map_info *info = &infos[count];
 			struct rpage_mapping *map = n->map;
+			struct rpage_peer *peer;
 
 			strscpy(info->name, dev_name(&n->dev), sizeof(info->name));
-			strscpy(info->peer, map->peer->name, sizeof(info->peer));
-			info->peer_id = map->peer->id;
+			/* A deleted peer: no name, id 0. */
+			rcu_read_lock();
+			peer = rcu_dereference(map->peer);
+			if (peer) {
+				strscpy(info->peer, peer->name,
+					sizeof(info->peer));
+				info->peer_id = peer->id;
+			}
+			rcu_read_unlock();
 			info->flags = map->flags;
 			info->pool_id = map->pool_id;
 			info->offset = map->pool_offset;

@@ -142,6 +142,12 @@ static enum rpage_peer_state rpage_peer_state(struct rpage_peer *peer)
 	return READ_ONCE(peer->state);
 }
 
+/* @peer is being deleted: nothing new may keep it. */
+bool rpage_peer_deleted(struct rpage_peer *peer)
+{
+	return rpage_peer_state(peer) == RPAGE_PEER_STATE_DELETING;
+}
+
 /*
  * Under the state lock: when the next connection attempt may start. A
  * set that was lost after working for a while is rebuilt at once (a few
@@ -179,6 +185,14 @@ void rpage_peer_synced(struct rpage_peer *peer)
 	complete(&peer->synced);
 }
 
+static void rpage_peer_free_rcu(struct rcu_head *rcu)
+{
+	struct rpage_peer *peer = container_of(rcu, struct rpage_peer, rcu);
+
+	rpage_fault_counters_free(&peer->fault_counters);
+	kfree(peer);
+}
+
 static void rpage_peer_release(struct kref *ref)
 {
 	struct rpage_peer *peer = container_of(ref, struct rpage_peer, ref);
@@ -187,9 +201,9 @@ static void rpage_peer_release(struct kref *ref)
 	mutex_destroy(&peer->lock);
 	mutex_destroy(&peer->inbound_lock);
 	rpage_counters_free(&peer->counters);
-	rpage_fault_counters_free(&peer->fault_counters);
 	kfree(peer->conns);
-	kfree(peer);
+	/* A fault of a mapping just detached may still be counting. */
+	call_rcu(&peer->rcu, rpage_peer_free_rcu);
 }
 
 void rpage_peer_put(struct rpage_peer *peer)
@@ -939,6 +953,12 @@ static void rpage_peer_shutdown(struct rpage_peer *peer)
 {
 	/* Wakes every transfer waiting for the peer: they fail now. */
 	rpage_peer_set_state(peer, RPAGE_PEER_STATE_DELETING, "deleted");
+	/*
+	 * Pairs with the barrier in rpage_map_insert(): a mapping made now
+	 * is either seen here or sees the state, and lets the peer go.
+	 */
+	smp_mb();
+	rpage_maps_peer_deleted(peer);
 	cancel_delayed_work_sync(&peer->connect_work);
 	cancel_delayed_work_sync(&peer->hb_work);
 	cancel_delayed_work_sync(&peer->hb_in_work);

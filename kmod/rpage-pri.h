@@ -345,6 +345,8 @@ enum rpage_peer_state {
  * @rpools: the pools the peer exports to us (struct rpage_rpool).
  * @nr_rpools: how many are on @rpools, under @rpools_lock.
  * @nr_rregions: their memory regions, all told, under @rpools_lock.
+ * @rcu: frees it once no fault (under RCU) can still be counting in
+ *	@fault_counters through a mapping it was just detached from.
  */
 struct rpage_peer {
 	struct list_head entry;
@@ -392,6 +394,7 @@ struct rpage_peer {
 	struct list_head rpools;
 	u32 nr_rpools;
 	u32 nr_rregions;
+	struct rcu_head rcu;
 };
 
 /* Counters of the fault path (struct rpage_fault_stats), in its order. */
@@ -448,7 +451,8 @@ struct rpage_xfer_run;
 
 /**
  * struct rpage_xfer - pages to move to or from a peer's pools
- * @peer: the peer, referenced by the caller.
+ * @peer: the peer, referenced by the caller; NULL: the pages have no
+ *	peer any more (a mapping whose peer was deleted), ENOTCONN.
  * @write: RDMA WRITE the pages to the pools; else READ into them.
  * @killable: the caller's task waits: a fatal signal ends the transfer
  *	(-EINTR). Not for workers.
@@ -496,7 +500,10 @@ struct rpage_xfer {
  *	of its node uses; NULL for the others.
  * @dead: a named one deleted while in use: every fault raises SIGBUS.
  * @f_mapping: the address space its areas are in, for unmapping pages.
- * @peer: the peer whose pool it maps, referenced.
+ * @peer: the peer whose pool it maps, referenced; NULL once that peer
+ *	is deleted (rpage_maps_peer_deleted()): the pages here stay, the
+ *	others can never be read. Read it with rpage_map_peer_get(), or
+ *	under RCU.
  * @pool_id: the pool.
  * @pool_generation: the incarnation of the pool it maps.
  * @node_id: the exporter's node id when it was made.
@@ -523,7 +530,7 @@ struct rpage_mapping {
 	struct inode *inode;
 	bool dead;
 	struct address_space *f_mapping;
-	struct rpage_peer *peer;
+	struct rpage_peer __rcu *peer;
 	u64 pool_id;
 	u64 pool_generation;
 	u64 node_id;
@@ -611,6 +618,7 @@ const char *rpage_reject_name(u32 reason);
 struct rpage_peer *rpage_peer_find_by_addr(const struct sockaddr *addr);
 struct rpage_peer *rpage_peer_get_by_id(u32 id);
 void rpage_peer_put(struct rpage_peer *peer);
+bool rpage_peer_deleted(struct rpage_peer *peer);
 void rpage_peer_note_remote(struct rpage_peer *peer,
 			    const struct rpage_hello *hello);
 __printf(2, 3)
@@ -721,8 +729,11 @@ void rpage_map_put(struct rpage_mapping *map);
 void rpage_maps_file_release(struct rpage_file *rfile);
 int rpage_mmap(struct file *file, struct vm_area_struct *vma);
 void rpage_map_wake(struct rpage_mapping *map);
+struct rpage_peer *rpage_map_peer_get(struct rpage_mapping *map);
+void rpage_maps_peer_deleted(struct rpage_peer *peer);
 void rpage_map_xfer_init(struct rpage_mapping *map, struct rpage_xfer *x,
 			 struct rpage_xfer_range *range, bool write);
+void rpage_map_xfer_release(struct rpage_xfer *x);
 
 /* rpage-named.c */
 int rpage_named_init(void);

@@ -89,21 +89,35 @@ void rpage_fault_counters_free(struct rpage_fault_counters_pcpu __percpu **c)
 	*c = NULL;
 }
 
-/* Counts @n of @what for @map and for its peer. */
+/*
+ * Counts @n of @what for @map and for its peer, if it still has one (a
+ * deleted peer's counters stay readable until a grace period is over).
+ */
 void rpage_fault_count(struct rpage_mapping *map, enum rpage_fault_count what,
 		       u64 n)
 {
+	struct rpage_peer *peer;
+
 	this_cpu_add(map->counters->count[what], n);
-	this_cpu_add(map->peer->fault_counters->count[what], n);
+	rcu_read_lock();
+	peer = rcu_dereference(map->peer);
+	if (peer)
+		this_cpu_add(peer->fault_counters->count[what], n);
+	rcu_read_unlock();
 }
 
 /* One fault of @map took @ns nanoseconds in rpage. */
 void rpage_fault_count_latency(struct rpage_mapping *map, u64 ns)
 {
 	unsigned int b = rpage_hist_bucket(ns);
+	struct rpage_peer *peer;
 
 	this_cpu_inc(map->counters->latency[b]);
-	this_cpu_inc(map->peer->fault_counters->latency[b]);
+	rcu_read_lock();
+	peer = rcu_dereference(map->peer);
+	if (peer)
+		this_cpu_inc(peer->fault_counters->latency[b]);
+	rcu_read_unlock();
 }
 
 void rpage_fault_counters_sum(struct rpage_fault_counters_pcpu __percpu *c,

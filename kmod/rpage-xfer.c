@@ -633,6 +633,11 @@ int rpage_xfer(struct rpage_xfer *x)
 
 	if (!x->nr_pages)
 		return 0;
+	if (!peer) {
+		if (x->done)
+			x->done(x, 0, x->nr_pages, -ENOTCONN);
+		return -ENOTCONN;
+	}
 	run = rpage_xfer_run_alloc(x);
 	if (!run) {
 		if (x->done)

@@ -321,7 +321,8 @@ static int map_pull(int argc, char **argv)
 	ret = rpage_map_prefetch(fd, &pf);
 	close(fd);
 	if (ret)
-		return fail_cmd(what, argv[0], -ret, NULL);
+		return fail_cmd(what, argv[0], -ret, ret == -ENOTCONN && !info.peer[0] ?
+				"its peer was deleted: the pages not here are lost" : NULL);
 	if (wait && pf.failed) {
 		fail("%s: %" PRIu64 " of %" PRIu64 " pages could not be read",
 		     subject, (uint64_t)pf.failed, (uint64_t)pf.queued);
@@ -343,7 +344,8 @@ static void map_print(struct json_writer *jw, const struct rpage_map_info *m)
 		json_open_object(jw, NULL);
 	print_str(jw, "name", NULL, m->name);
 	print_u64(jw, "id", "id", m->map_id);
-	print_str(jw, "peer", "peer", m->peer);
+	/* Its pages not here are lost: nobody can serve them any more. */
+	print_str(jw, "peer", "peer", m->peer[0] ? m->peer : "(deleted)");
 	print_u64(jw, "pool", "pool", m->pool_id);
 	print_u64(jw, "offset", "offset", m->offset);
 	print_u64(jw, "length", "length", m->length);

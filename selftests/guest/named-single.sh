@@ -249,6 +249,45 @@ test_named_pull_then_pool_destroyed() {
 	"$RPAGECTL" map del pulled && "$RPAGECTL" map del partial
 }
 
+# Deleting the peer lets go of it: no mapping keeps a reference. The
+# pulled one reads right without it and says it has no peer; the one not
+# pulled keeps the pages it fetched, raises SIGBUS on the others and
+# refuses a pull with a clear message.
+test_named_pull_then_peer_deleted() {
+	local rc
+	"$RPAGECTL" pool create "$NAMED_POOL" size 64M writable || return
+	wait_until 30 remote_pool_listed self "$NAMED_POOL" || fail "pool not announced" || return
+	"$NAMED_PATTERN" fill self "$NAMED_POOL" 64M || fail "filling the pool" || return
+	"$RPAGECTL" map add pulled peer self pool "$NAMED_POOL" || return
+	"$RPAGECTL" map add partial peer self pool "$NAMED_POOL" || return
+	wait_until 10 test -c /dev/rpage-map/partial || return
+	"$RPAGECTL" map pull pulled wait || fail "map pull" || return
+	$NODE_TOOL dump /dev/rpage-map/partial 0 $((1 << 20)) |
+		"$NAMED_PATTERN" check-file "$NAMED_POOL" - > /dev/null || fail "partial's first MiB" || return
+	"$RPAGECTL" peer del self || fail "peer del" || return
+	"$RPAGECTL" map show
+	expect_eq "$(named_field pulled peer)" "(deleted)" "the pulled mapping's peer after peer del" || return
+	expect_eq "$(named_field partial peer)" "(deleted)" "the partial mapping's peer after peer del" || return
+	expect_eq "$(named_field pulled depends)" no "the pulled mapping depends on its peer" || return
+	$NODE_TOOL dump /dev/rpage-map/pulled 0 "$NAMED_SIZE" |
+		"$NAMED_PATTERN" check-file "$NAMED_POOL" - ||
+		fail "the pulled mapping after its peer was deleted" || return
+	$NODE_TOOL dump /dev/rpage-map/partial 0 $((1 << 20)) |
+		"$NAMED_PATTERN" check-file "$NAMED_POOL" - > /dev/null ||
+		fail "partial's fetched pages after its peer was deleted" || return
+	$NODE_TOOL dump /dev/rpage-map/partial $((32 << 20)) 4096 > /dev/null 2>&1
+	rc=$?
+	expect_eq "$rc" $((128 + 7)) "an unfetched page without a peer (SIGBUS)" || return
+	! "$RPAGECTL" map pull partial wait 2> /tmp/err || fail "a pull without a peer worked" || return
+	grep -q "peer was deleted" /tmp/err || fail "no clear message: $(cat /tmp/err)" || return
+	"$RPAGECTL" map pull pulled wait || fail "a pull of a mapping with every page here" || return
+	"$RPAGECTL" map del pulled && "$RPAGECTL" map del partial || return
+	# The next test wants the peer back, and the pool gone.
+	"$RPAGECTL" peer add self addr "$RPAGE_IP" || return
+	wait_until 60 peer_is self connected || fail "self not connected again" || return
+	"$RPAGECTL" pool destroy "$NAMED_POOL"
+}
+
 test_named_unload_with_a_mapping() {
 	"$RPAGECTL" pool create "$NAMED_POOL" size 1M || return
 	wait_until 30 remote_pool_listed self "$NAMED_POOL" || return
@@ -270,6 +309,7 @@ run_test named_pool_of_a_tmpfs_file_is_read_in_place test_named_pool_of_a_tmpfs_
 run_test named_pool_of_a_hugetlbfs_file_is_read_in_place test_named_pool_of_a_hugetlbfs_file
 run_test named_del_in_use_is_ebusy_force_sigbus test_named_del_in_use
 run_test named_pull_then_pool_destroyed_reads_right test_named_pull_then_pool_destroyed
+run_test named_pull_then_peer_deleted_lets_it_go test_named_pull_then_peer_deleted
 run_test named_unload_with_a_mapping test_named_unload_with_a_mapping
 tap_end
 qemu_stop

@@ -635,7 +635,8 @@ struct rpage_unmap {
  * RPAGE_PREFETCH_WAIT, counted in @failed).
  *
  * Errors: EINVAL (flags, depth, reserved fields, alignment), ENOENT
- * (unknown mapping), ERANGE (beyond the mapping), ENOMEM, EFAULT; with
+ * (unknown mapping), ERANGE (beyond the mapping), ENOTCONN (pages are
+ * missing and the mapping's peer was deleted), ENOMEM, EFAULT; with
  * RPAGE_PREFETCH_WAIT also EINTR (a fatal signal; pages already read
  * stay).
  */
@@ -672,9 +673,10 @@ struct rpage_prefetch {
  * mapping, or its pool is gone), ESTALE (the peer destroyed the pool and
  * created another with the same id: nothing is written to it), ERANGE
  * (beyond the mapping), EROFS (a read-only pool), ENOTCONN (the peer
- * stayed unreachable past its loss timeout, or was deleted), EINTR (a
- * fatal signal), ENOMEM, EFAULT; with a loss timeout of 0, ETIMEDOUT or
- * EIO as for struct rpage_io.
+ * stayed unreachable past its loss timeout, or was deleted: a mapping
+ * whose peer was deleted evicts nothing, since no page it dropped could
+ * be read again), EINTR (a fatal signal), ENOMEM, EFAULT; with a loss
+ * timeout of 0, ETIMEDOUT or EIO as for struct rpage_io.
  */
 struct rpage_evict {
 	__u64 map_id;
@@ -901,8 +903,9 @@ struct rpage_map_del {
 /**
  * struct rpage_map_info - one entry of RPAGE_IOC_MAP_LIST
  * @name: the named mapping.
- * @peer: its peer's name.
- * @peer_id: its peer's id.
+ * @peer: its peer's name; empty once that peer is deleted (the mapping
+ *	then keeps only the pages it has).
+ * @peer_id: its peer's id; 0 once that peer is deleted.
  * @flags: RPAGE_MAP_*.
  * @pool_id: the peer's pool.
  * @offset: where in the pool it starts, bytes.
