@@ -222,11 +222,9 @@ test_named_del_in_use() {
 	expect_eq "$("$RPAGECTL" -j map show | jq length)" 0 "named mappings left"
 }
 
-# A pulled mapping needs its peer no more: with every page here, the pool
-# destroyed, all 64 MiB still read right. One not pulled keeps the pages
-# it fetched, and an unfetched page raises SIGBUS.
-test_named_pull_then_pool_destroyed() {
-	local rc
+# named_pulled_and_partial: maps the pool twice, as "pulled" (every page
+# fetched) and "partial" (only its first MiB read).
+named_pulled_and_partial() {
 	"$RPAGECTL" map add pulled peer self pool "$NAMED_POOL" || return
 	"$RPAGECTL" map add partial peer self pool "$NAMED_POOL" || return
 	wait_until 10 test -c /dev/rpage-map/partial || return
@@ -235,17 +233,31 @@ test_named_pull_then_pool_destroyed() {
 	expect_eq "$(named_field pulled pages_local)" $((NAMED_SIZE / 4096)) "pages local after the pull" || return
 	expect_eq "$(named_field pulled depends)" no "depends on its peer" || return
 	$NODE_TOOL dump /dev/rpage-map/partial 0 $((1 << 20)) |
-		"$NAMED_PATTERN" check-file "$NAMED_POOL" - > /dev/null || fail "partial's first MiB" || return
-	"$RPAGECTL" pool destroy "$NAMED_POOL" || fail "pool destroy" || return
+		"$NAMED_PATTERN" check-file "$NAMED_POOL" - > /dev/null || fail "partial's first MiB"
+}
+
+# named_after_the_loss WHAT: once WHAT happened, "pulled" still reads
+# right, "partial" keeps the MiB it fetched and raises SIGBUS elsewhere.
+named_after_the_loss() {
+	local rc
 	$NODE_TOOL dump /dev/rpage-map/pulled 0 "$NAMED_SIZE" |
 		"$NAMED_PATTERN" check-file "$NAMED_POOL" - ||
-		fail "the pulled mapping after its pool was destroyed" || return
+		fail "the pulled mapping after $1" || return
 	$NODE_TOOL dump /dev/rpage-map/partial 0 $((1 << 20)) |
 		"$NAMED_PATTERN" check-file "$NAMED_POOL" - > /dev/null ||
-		fail "partial's fetched pages after the pool was destroyed" || return
+		fail "partial's fetched pages after $1" || return
 	$NODE_TOOL dump /dev/rpage-map/partial $((32 << 20)) 4096 > /dev/null 2>&1
 	rc=$?
-	expect_eq "$rc" $((128 + 7)) "an unfetched page of a destroyed pool (SIGBUS)" || return
+	expect_eq "$rc" $((128 + 7)) "an unfetched page after $1 (SIGBUS)"
+}
+
+# A pulled mapping needs its peer no more: with every page here, the pool
+# destroyed, all 64 MiB still read right. One not pulled keeps the pages
+# it fetched, and an unfetched page raises SIGBUS.
+test_named_pull_then_pool_destroyed() {
+	named_pulled_and_partial || return
+	"$RPAGECTL" pool destroy "$NAMED_POOL" || fail "pool destroy" || return
+	named_after_the_loss "its pool was destroyed" || return
 	"$RPAGECTL" map del pulled && "$RPAGECTL" map del partial
 }
 
@@ -254,30 +266,16 @@ test_named_pull_then_pool_destroyed() {
 # pulled keeps the pages it fetched, raises SIGBUS on the others and
 # refuses a pull with a clear message.
 test_named_pull_then_peer_deleted() {
-	local rc
 	"$RPAGECTL" pool create "$NAMED_POOL" size 64M writable || return
 	wait_until 30 remote_pool_listed self "$NAMED_POOL" || fail "pool not announced" || return
 	"$NAMED_PATTERN" fill self "$NAMED_POOL" 64M || fail "filling the pool" || return
-	"$RPAGECTL" map add pulled peer self pool "$NAMED_POOL" || return
-	"$RPAGECTL" map add partial peer self pool "$NAMED_POOL" || return
-	wait_until 10 test -c /dev/rpage-map/partial || return
-	"$RPAGECTL" map pull pulled wait || fail "map pull" || return
-	$NODE_TOOL dump /dev/rpage-map/partial 0 $((1 << 20)) |
-		"$NAMED_PATTERN" check-file "$NAMED_POOL" - > /dev/null || fail "partial's first MiB" || return
+	named_pulled_and_partial || return
 	"$RPAGECTL" peer del self || fail "peer del" || return
 	"$RPAGECTL" map show
 	expect_eq "$(named_field pulled peer)" "(deleted)" "the pulled mapping's peer after peer del" || return
 	expect_eq "$(named_field partial peer)" "(deleted)" "the partial mapping's peer after peer del" || return
 	expect_eq "$(named_field pulled depends)" no "the pulled mapping depends on its peer" || return
-	$NODE_TOOL dump /dev/rpage-map/pulled 0 "$NAMED_SIZE" |
-		"$NAMED_PATTERN" check-file "$NAMED_POOL" - ||
-		fail "the pulled mapping after its peer was deleted" || return
-	$NODE_TOOL dump /dev/rpage-map/partial 0 $((1 << 20)) |
-		"$NAMED_PATTERN" check-file "$NAMED_POOL" - > /dev/null ||
-		fail "partial's fetched pages after its peer was deleted" || return
-	$NODE_TOOL dump /dev/rpage-map/partial $((32 << 20)) 4096 > /dev/null 2>&1
-	rc=$?
-	expect_eq "$rc" $((128 + 7)) "an unfetched page without a peer (SIGBUS)" || return
+	named_after_the_loss "its peer was deleted" || return
 	! "$RPAGECTL" map pull partial wait 2> /tmp/err || fail "a pull without a peer worked" || return
 	grep -q "peer was deleted" /tmp/err || fail "no clear message: $(cat /tmp/err)" || return
 	"$RPAGECTL" map pull pulled wait || fail "a pull of a mapping with every page here" || return
