@@ -46,10 +46,13 @@ test_rpage_version() {
 	rpage_devices | grep -qx rxe0
 }
 
+# On the debug tier's kernel 64 READs in flight on one queue pair can
+# take more than 10 s to complete (RPAGE_SLOW in lib.sh).
 rpage_load_pair() {
 	modprobe ib_core && modprobe rdma_cm &&
 	insmod "$RPAGE_KO" qps_per_peer=2 connect_timeout_ms=3000 \
-		reconnect_delay_ms=500 io_timeout_ms=10000 heartbeat_ms=1000
+		reconnect_delay_ms=500 io_timeout_ms=$((10000 * RPAGE_SLOW)) \
+		heartbeat_ms=1000
 }
 
 test_mutual_connect() {
