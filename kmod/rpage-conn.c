@@ -373,7 +373,8 @@ void rpage_conn_destroy(struct rpage_conn *conn)
 	/*
 	 * Waits for a callback still running on the id, so not under users:
 	 * rdma_cm runs our callbacks under its handler mutex, they take
-	 * inbound_lock, and the inbound heartbeat takes users under that.
+	 * inbound_lock, and a poster whose send fails takes inbound_lock
+	 * under users.
 	 */
 	rdma_destroy_id(cm_id);
 	conn->cm_id = NULL;

@@ -570,13 +570,19 @@ static void rpage_peer_hb_in_work(struct work_struct *work)
 	if (READ_ONCE(rpage_heartbeat_ms)) {
 		mutex_lock(&peer->inbound_lock);
 		list_for_each_entry(in, &peer->inbound, entry) {
-			if (in->c.index == 0 && !in->claimed &&
-			    READ_ONCE(in->c.state) == RPAGE_CONN_CONNECTED) {
-				/* Unclaimed: no teardown holds it yet. */
-				down_read(&in->c.users);
+			if (in->c.index != 0 || in->claimed ||
+			    READ_ONCE(in->c.state) != RPAGE_CONN_CONNECTED)
+				continue;
+			/*
+			 * Unclaimed: no teardown holds users or waits for it,
+			 * so this succeeds. Not a blocking down_read(): a send
+			 * that fails takes inbound_lock under users (the
+			 * connection is lost: rpage_peer_inbound_closed()), and
+			 * lockdep would see the two orders as a cycle.
+			 */
+			if (down_read_trylock(&in->c.users))
 				found = in;
-				break;
-			}
+			break;
 		}
 		mutex_unlock(&peer->inbound_lock);
 		if (found) {
