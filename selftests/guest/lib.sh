@@ -18,7 +18,10 @@ mkdir -p "$TAP_DIR"
 # How many times longer RDMA takes here than on Debian's kernels: on the
 # debug tier's kernel (KASAN, lockdep; make check-debug) a READ takes
 # about 36 times as long, 190 ms for 64 KiB under TCG. Timeouts that
-# bound how long reads in flight may take are multiplied by it.
+# bound how long reads in flight may take are multiplied by it, and so
+# are the bounds of wait_until and barrier: they say how long to wait
+# before calling it a failure, never how long something should take
+# (tests that time the product measure that themselves).
 case "$RPAGE_KVER" in
 *-rpage-debug) RPAGE_SLOW=20 ;;
 *) RPAGE_SLOW=1 ;;
@@ -162,7 +165,7 @@ barrier() {
 		fi
 		sleep 0.2
 		waited=$((waited + 1))
-		if [ "$waited" -ge "${BARRIER_TIMEOUT:-1500}" ]; then
+		if [ "$waited" -ge "${BARRIER_TIMEOUT:-$((1500 * RPAGE_SLOW))}" ]; then
 			echo "barrier $name: $peer never came" \
 				"(its last barrier: $(peer_last_barrier))"
 			return 1
@@ -170,9 +173,10 @@ barrier() {
 	done
 }
 
-# wait_until SECONDS COMMAND...: polls COMMAND until it succeeds.
+# wait_until SECONDS COMMAND...: polls COMMAND until it succeeds, for
+# SECONDS (times RPAGE_SLOW).
 wait_until() {
-	local deadline=$(( $(date +%s) + $1 ))
+	local deadline=$(( $(date +%s) + $1 * RPAGE_SLOW ))
 	shift
 	until "$@" > /dev/null 2>&1; do
 		if [ "$(date +%s)" -ge "$deadline" ]; then

@@ -83,12 +83,21 @@ pressure_prefetch_b() {
 	return "$rc"
 }
 
-# The cgroup v2 of the test, with the memory controller, at $CG.
+# The cgroup v2 of the test, with the memory controller, at $CG, limited
+# to CG_MAX_MIB; the process touches CG_TOUCH of pool 7. A quarter of
+# each on the debug tier's kernel, whose faults take about 30 times as
+# long: 16384 of them there would take 20 minutes.
 CG=/sys/fs/cgroup/rpage-test
+CG_MAX_MIB=64
+CG_TOUCH=512M
+if [ "$RPAGE_SLOW" -gt 1 ]; then
+	CG_MAX_MIB=16
+	CG_TOUCH=128M
+fi
 cgroup_up() {
 	mountpoint -q /sys/fs/cgroup || mount -t cgroup2 none /sys/fs/cgroup || return 1
 	echo +memory > /sys/fs/cgroup/cgroup.subtree_control || return 1
-	mkdir -p "$CG" && echo 64M > "$CG/memory.max"
+	mkdir -p "$CG" && echo "${CG_MAX_MIB}M" > "$CG/memory.max"
 }
 
 # A process in a cgroup limited to 64 MiB cannot take more through
@@ -98,20 +107,26 @@ cgroup_up() {
 pressure_memcg_b() {
 	local rc peak events
 	cgroup_up || fail "no memory cgroup" || return
-	bash -c "echo \$\$ > $CG/cgroup.procs && exec $FAULT touch a 7 512M --threads 1 --order seq --no-check" \
+	bash -c "echo \$\$ > $CG/cgroup.procs && exec $FAULT touch a 7 $CG_TOUCH --threads 1 --order seq --no-check" \
 		> /tmp/memcg.out 2>&1
 	rc=$?
 	cat /tmp/memcg.out
 	peak=$(cat "$CG/memory.peak" 2> /dev/null || echo 0)
 	events=$(tr '\n' ' ' < "$CG/memory.events")
 	echo "exit $rc, memory.peak $peak, memory.events: $events"
-	[ "$peak" -le $(( 64 << 20 )) ] || fail "memory.peak $peak above the 64 MiB limit" || return
+	[ "$peak" -le $(( CG_MAX_MIB << 20 )) ] ||
+		fail "memory.peak $peak above the $CG_MAX_MIB MiB limit" || return
 	expect_eq "$rc" 137 "exit status (killed by the cgroup's OOM killer)" || return
 	echo "$events" | grep -qE "oom_kill [1-9]" || fail "no oom_kill in memory.events"
 }
 
 test_pressure_prefetch_b() {
 	barrier pressure-pool || return
+	if [ "$RPAGE_SLOW" -gt 1 ]; then
+		# 1 GiB of READs takes hours there; the other kernels run it.
+		echo "skipped on $RPAGE_KVER: 1 GiB at its READ rate takes hours"
+		return 4
+	fi
 	wait_until 60 remote_pool_listed a 7 || fail "pool 7 not announced" || return
 	pressure_prefetch_b
 }

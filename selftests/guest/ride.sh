@@ -87,11 +87,21 @@ wait_file_or_exit() {
 
 RT_OUTAGE_S=20
 RT_LOSS_S=15
+# How much of pool 1 a sweep touches, and after how much the trouble
+# starts: less on the debug tier's kernel, where a fault takes about 30
+# times as long (RPAGE_SLOW), so that a sweep still outlasts the trouble
+# but ends in minutes.
+RT_SWEEP=64M
+RT_SWEEP_AFTER=8M
+if [ "$RPAGE_SLOW" -gt 1 ]; then
+	RT_SWEEP=16M
+	RT_SWEEP_AFTER=4M
+fi
 # A fault that waits for a peer gone past the loss timeout gives up by:
 RT_SIGBUS_BOUND_MS=$(( (RT_LOSS_S + 5) * 1000 ))
 
-# rt_touch NAME: B touches all of A's pool 1 from 4 threads in random
-# order; after 8 MiB it stops and tells A (barrier NAME-ready), waits for
+# rt_touch NAME: B touches RT_SWEEP of A's pool 1 from 4 threads in
+# random order; after RT_SWEEP_AFTER it stops and tells A (barrier NAME-ready), waits for
 # A's trouble to start (NAME-go), then touches the rest, which must all
 # arrive intact with no SIGBUS. With a command after NAME, B runs it
 # itself once the sweep goes on (its own trouble). The tool's result is
@@ -100,11 +110,11 @@ rt_touch() {
 	local name=$1 out=/tmp/$1.out pid rc
 	shift
 	rm -f "/tmp/$name.ready" "/tmp/$name.go"
-	"$FAULT" touch a 1 64M --threads 4 --order random --after 8M \
+	"$FAULT" touch a 1 "$RT_SWEEP" --threads 4 --order random --after "$RT_SWEEP_AFTER" \
 		--ready "/tmp/$name.ready" --go "/tmp/$name.go" > "$out" 2>&1 &
 	pid=$!
 	wait_file_or_exit 120 "/tmp/$name.ready" "$pid" ||
-		{ kill "$pid"; cat "$out"; fail "the sweep never got to 8 MiB"; return; }
+		{ kill "$pid"; cat "$out"; fail "the sweep never got to $RT_SWEEP_AFTER"; return; }
 	barrier "$name-ready" || { kill "$pid"; return 1; }
 	barrier "$name-go" || { kill "$pid"; return 1; }
 	touch "/tmp/$name.go"
