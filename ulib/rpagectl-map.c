@@ -7,6 +7,7 @@
  *                    [ owner USER ] [ group GROUP ] [ mode MODE ] [ readahead ]
  *   rpagectl map del NAME [ force ]
  *   rpagectl map pull NAME [ depth D ] [ wait ]
+ *   rpagectl map evict NAME [ offset O ] [ length L ]
  *   rpagectl map [ show [ NAME ] ]
  */
 #include <errno.h>
@@ -25,10 +26,11 @@ static void map_usage(void)
 	     "                    [ owner USER ] [ group GROUP ] [ mode MODE ] [ readahead ]\n"
 	     "       rpagectl map del NAME [ force ]\n"
 	     "       rpagectl map pull NAME [ depth DEPTH ] [ wait ]\n"
+	     "       rpagectl map evict NAME [ offset OFFSET ] [ length LENGTH ]\n"
 	     "       rpagectl map [ show [ NAME ] ]\n"
 	     "NAME := 1 to 63 of [A-Za-z0-9._-]: the node is /dev/" RPAGE_MAP_NODE_DIR "/NAME\n"
 	     "OFFSET, LENGTH := bytes, multiples of the page size; K, M or G may follow\n"
-	     "                  (LENGTH: the rest of the pool by default)\n"
+	     "                  (LENGTH: the rest of the pool, or of the mapping, by default)\n"
 	     "USER, GROUP := a name or a number (root by default); MODE := octal (0600)\n"
 	     "DEPTH := READs in flight, 1 to 256 (32 by default)");
 }
@@ -331,6 +333,104 @@ static int map_pull(int argc, char **argv)
 	return 0;
 }
 
+static const char *map_evict_words(int err, const struct rpage_map_info *info)
+{
+	switch (err) {
+	case ENOTCONN:
+		/* No page it dropped could ever be read again. */
+		if (!info->peer[0])
+			return "its peer was deleted: its pages stay, since nobody could serve them again";
+		return "the peer is unreachable (rpagectl peer show)";
+	case ERANGE:
+		return "offset and length go beyond the mapping";
+	case EROFS:
+		return "its pool is read-only";
+	case ESTALE:
+		return "the peer replaced its pool: nothing was written to the new one";
+	case ENOENT:
+		return "its pool is gone";
+	}
+	return NULL;
+}
+
+/*
+ * map evict NAME [offset O] [length L]: writes the dirty pages of the
+ * range back to the pool and drops every page of it from every process,
+ * so that the next touch reads it again; all or nothing.
+ */
+static int map_evict(int argc, char **argv)
+{
+	const char *what = "map evict";
+	struct rpage_map_info info;
+	struct rpage_evict ev;
+	char subject[RPAGE_NAME_MAX + 16];
+	bool have_length = false;
+	struct json_writer jw;
+	uint64_t v;
+	int fd, ret;
+
+	if (argc < 1)
+		return usage_error("%s: missing NAME", what);
+	snprintf(subject, sizeof(subject), "%s %s", what, argv[0]);
+	memset(&ev, 0, sizeof(ev));
+	for (int i = 1; i < argc; i++) {
+		const char *key = argv[i];
+
+		if (i + 1 >= argc)
+			return usage_error("%s: '%s' needs a value", subject, key);
+		if (matches(key, "offset")) {
+			ret = parse_bytes(subject, "offset", argv[++i], true, &v);
+			if (ret)
+				return ret;
+			ev.offset = v;
+		} else if (matches(key, "length")) {
+			ret = parse_bytes(subject, "length", argv[++i], false, &v);
+			if (ret)
+				return ret;
+			ev.length = v;
+			have_length = true;
+		} else {
+			return usage_error("%s: unexpected argument '%s'", subject, key);
+		}
+	}
+	fd = open_device(NULL);
+	if (fd < 0)
+		return 1;
+	ret = find_named_entry(fd, rpage_map_list, sizeof(info), argv[0], &info);
+	if (ret) {
+		close(fd);
+		return fail_cmd(what, argv[0], -ret,
+				ret == -ENOENT ? "no such named mapping" : NULL);
+	}
+	info.peer[sizeof(info.peer) - 1] = '\0';
+	ev.map_id = info.map_id;
+	if (!have_length) {
+		if (ev.offset >= info.length) {
+			close(fd);
+			return fail_cmd(what, argv[0], ERANGE, map_evict_words(ERANGE, &info));
+		}
+		ev.length = info.length - ev.offset;
+	}
+	ret = rpage_map_evict(fd, &ev);
+	close(fd);
+	if (ret)
+		return fail_cmd(what, argv[0], -ret, map_evict_words(-ret, &info));
+	if (opt_json) {
+		json_init(&jw, stdout, opt_pretty);
+		json_open_object(&jw, NULL);
+	}
+	print_str(opt_json ? &jw : NULL, "name", NULL, info.name);
+	print_u64(opt_json ? &jw : NULL, "evicted", "evicted", ev.evicted);
+	print_u64(opt_json ? &jw : NULL, "written", "written", ev.written);
+	if (opt_json) {
+		json_close_object(&jw);
+		json_finish(&jw);
+	} else {
+		putchar('\n');
+	}
+	return 0;
+}
+
 static void map_print(struct json_writer *jw, const struct rpage_map_info *m)
 {
 	char node[RPAGE_NAME_MAX + 32], local[64], mode[16];
@@ -411,11 +511,11 @@ static int map_show(const char *name)
 	return 0;
 }
 
-enum { MAP_ADD, MAP_DEL, MAP_PULL, MAP_SHOW, MAP_HELP };
+enum { MAP_ADD, MAP_DEL, MAP_PULL, MAP_EVICT, MAP_SHOW, MAP_HELP };
 
 static const char *const map_commands[] = {
 	[MAP_ADD] = "add", [MAP_DEL] = "del", [MAP_PULL] = "pull",
-	[MAP_SHOW] = "show", [MAP_HELP] = "help", NULL,
+	[MAP_EVICT] = "evict", [MAP_SHOW] = "show", [MAP_HELP] = "help", NULL,
 };
 
 int cmd_map(int argc, char **argv)
@@ -434,6 +534,8 @@ int cmd_map(int argc, char **argv)
 		return map_del(argc - 1, argv + 1);
 	case MAP_PULL:
 		return map_pull(argc - 1, argv + 1);
+	case MAP_EVICT:
+		return map_evict(argc - 1, argv + 1);
 	}
 	if (argc > 2)
 		return usage_error("map show %s: unexpected argument '%s'", argv[1],

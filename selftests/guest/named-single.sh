@@ -222,6 +222,46 @@ test_named_del_in_use() {
 	expect_eq "$("$RPAGECTL" -j map show | jq length)" 0 "named mappings left"
 }
 
+# Eviction gives a named mapping's memory back: the page a process wrote
+# reaches the pool, every page of the range leaves (local 0) and the next
+# touch reads it again; a range past the mapping and an unknown name are
+# refused with the reason.
+test_named_evict() {
+	local pool=12 mark out
+	mark=$(printf 'rpage-evict-mark' | od -An -tx1 | tr -d ' \n')
+	"$RPAGECTL" pool create $pool size 4M writable || return
+	wait_until 30 remote_pool_listed self $pool || fail "pool not announced" || return
+	"$NAMED_PATTERN" fill self $pool 4M || fail "filling the pool" || return
+	"$RPAGECTL" map add ev peer self pool $pool || return
+	wait_until 10 test -c /dev/rpage-map/ev || return
+	$NODE_TOOL dump /dev/rpage-map/ev 0 $((1 << 20)) |
+		"$NAMED_PATTERN" check-file $pool - > /dev/null || fail "the first MiB" || return
+	$NODE_TOOL write /dev/rpage-map/ev $((8192 + 100)) "$mark" || return
+	expect_eq "$(named_field ev pages_local)" 256 "pages local before the eviction" || return
+	out=$("$RPAGECTL" -j map evict ev) || fail "map evict" || return
+	echo "$out"
+	expect_eq "$(echo "$out" | jq .evicted)" 256 "pages evicted" || return
+	expect_eq "$(echo "$out" | jq .written)" 1 "pages written back" || return
+	expect_eq "$(named_field ev pages_local)" 0 "pages local after the eviction" || return
+	# The mark is in the pool itself, and a touch reads it back from there.
+	"$RPAGECTL" read self $pool 8192 4K file /tmp/page || return
+	expect_eq "$(dd if=/tmp/page bs=1 skip=100 count=16 status=none)" rpage-evict-mark \
+		"the written page in the pool" || return
+	expect_eq "$($NODE_TOOL read /dev/rpage-map/ev $((8192 + 100)) 16)" "$mark" \
+		"the written page touched again" || return
+	$NODE_TOOL dump /dev/rpage-map/ev 0 8192 |
+		"$NAMED_PATTERN" check-file $pool - > /dev/null || fail "the pages before it" || return
+	expect_eq "$("$RPAGECTL" map evict ev offset 2M length 4K)" "ev evicted 0 written 0" \
+		"evicting a page not here" || return
+	! "$RPAGECTL" map evict ev offset 4M 2> /tmp/err || fail "an eviction past the end worked" || return
+	grep -q "beyond the mapping" /tmp/err || fail "no clear message: $(cat /tmp/err)" || return
+	! "$RPAGECTL" map evict ev offset 2M length 4M 2> /tmp/err || fail "an eviction past the end worked" || return
+	grep -q "beyond the mapping" /tmp/err || fail "no clear message: $(cat /tmp/err)" || return
+	! "$RPAGECTL" map evict nosuch 2> /tmp/err || fail "an unknown mapping was evicted" || return
+	grep -q "no such named mapping" /tmp/err || fail "no clear message: $(cat /tmp/err)" || return
+	"$RPAGECTL" map del ev && "$RPAGECTL" pool destroy $pool
+}
+
 # named_pulled_and_partial: maps the pool twice, as "pulled" (every page
 # fetched) and "partial" (only its first MiB read).
 named_pulled_and_partial() {
@@ -278,6 +318,14 @@ test_named_pull_then_peer_deleted() {
 	named_after_the_loss "its peer was deleted" || return
 	! "$RPAGECTL" map pull partial wait 2> /tmp/err || fail "a pull without a peer worked" || return
 	grep -q "peer was deleted" /tmp/err || fail "no clear message: $(cat /tmp/err)" || return
+	# Nor may either give pages back: nobody could serve them again.
+	! "$RPAGECTL" map evict partial 2> /tmp/err || fail "an eviction without a peer worked" || return
+	grep -q "peer was deleted" /tmp/err || fail "no clear message: $(cat /tmp/err)" || return
+	! "$RPAGECTL" map evict pulled offset 0 length 4K 2> /tmp/err ||
+		fail "an eviction of a pulled mapping without a peer worked" || return
+	grep -q "peer was deleted" /tmp/err || fail "no clear message: $(cat /tmp/err)" || return
+	expect_eq "$(named_field pulled pages_local)" $((NAMED_SIZE / 4096)) "pages local after the refused eviction" || return
+	named_after_the_loss "a refused eviction" || return
 	"$RPAGECTL" map pull pulled wait || fail "a pull of a mapping with every page here" || return
 	"$RPAGECTL" map del pulled && "$RPAGECTL" map del partial || return
 	# The next test wants the peer back, and the pool gone.
@@ -306,6 +354,7 @@ run_test named_processes_share_one_copy test_named_processes_share_pages
 run_test named_pool_of_a_tmpfs_file_is_read_in_place test_named_pool_of_a_tmpfs_file
 run_test named_pool_of_a_hugetlbfs_file_is_read_in_place test_named_pool_of_a_hugetlbfs_file
 run_test named_del_in_use_is_ebusy_force_sigbus test_named_del_in_use
+run_test named_evict_writes_back_and_drops test_named_evict
 run_test named_pull_then_pool_destroyed_reads_right test_named_pull_then_pool_destroyed
 run_test named_pull_then_peer_deleted_lets_it_go test_named_pull_then_peer_deleted
 run_test named_unload_with_a_mapping test_named_unload_with_a_mapping
