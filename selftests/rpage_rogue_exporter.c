@@ -23,6 +23,12 @@
  *                    would, takes its pool table, acknowledges for SECS
  *                    seconds withdrawals nobody asked it for, and opens
  *                    QPS more queue pairs in that set
+ *   deaf ADDR PORT SECS
+ *                    connects to the reader's own endpoint as a reader
+ *                    that never takes a control message (no receive
+ *                    posted: every SEND to it is refused, not ready,
+ *                    forever) and holds on for SECS seconds or until
+ *                    the host gives up on it
  *   quit
  *
  * and answers each with one line on standard output, for shell tests:
@@ -31,6 +37,7 @@
  *   flood pools 300 acks 300
  *   readd sent 51234
  *   acks table 2 sent 1500 qps-accepted 7 qps-rejected 33 dels 1
+ *   deaf closed-after-ms 3012
  *
  * Exit status: 0 after quit or end of input, 1 on an error.
  */
@@ -95,6 +102,8 @@ struct rogue {
 	/* The control queue pair of the set rpage opened to us, and ours. */
 	struct conn *ctl;
 	struct conn *out_ctl;
+	/* Our connections as a reader post no receive (cmd_deaf). */
+	bool deaf;
 	uint64_t acks;
 	uint64_t dels;
 	/* What the reader announced on our own control queue pair. */
@@ -812,7 +821,8 @@ static int out_connect(struct rogue *r, struct conn *c,
 	while (pump(r, 1) != c)
 		if (now_us() > deadline)
 			return -1;
-	if (c->closed || conn_create_qp(r, c) || (index == 0 && post_recvs(r, c)))
+	if (c->closed || conn_create_qp(r, c) ||
+	    (index == 0 && !r->deaf && post_recvs(r, c)))
 		return -1;
 	if (index == 0)
 		r->out_ctl = c;
@@ -917,6 +927,52 @@ out:
 	return ret;
 }
 
+/*
+ * As a reader of the host under test that never takes a control message:
+ * its pool table can never be sent. Holds on for @secs seconds, or until
+ * the host closes the connection, and says after how long it did (-1:
+ * it did not).
+ */
+static int cmd_deaf(struct rogue *r, const char *addr, const char *port,
+		    unsigned int secs)
+{
+	struct addrinfo hints = { .ai_family = AF_INET, .ai_socktype = SOCK_STREAM };
+	struct sockaddr_storage dst = { 0 };
+	int64_t start, end, closed_ms = -1;
+	struct addrinfo *ai;
+	struct conn *c;
+	int ret = -1;
+
+	if (getaddrinfo(addr, port, &hints, &ai)) {
+		fail("bad address %s port %s", addr, port);
+		return -1;
+	}
+	memcpy(&dst, ai->ai_addr, ai->ai_addrlen);
+	freeaddrinfo(ai);
+	r->deaf = true;
+	c = conn_new(r);
+	if (!c || out_connect(r, c, &dst, 0, 1)) {
+		fail("connecting to %s port %s as a reader", addr, port);
+		goto out;
+	}
+	start = now_us();
+	end = start + (int64_t)secs * 1000000;
+	while (now_us() < end && !c->closed)
+		pump(r, 100);
+	if (c->closed)
+		closed_ms = (now_us() - start) / 1000;
+	printf("deaf closed-after-ms %lld\n", (long long)closed_ms);
+	ret = 0;
+out:
+	r->deaf = false;
+	if (c && c->id) {
+		if (c->established && !c->closed)
+			rdma_disconnect(c->id);
+		conn_free(r, c);
+	}
+	return ret;
+}
+
 static int run_command(struct rogue *r, char *line)
 {
 	char *argv[6] = { 0 };
@@ -938,6 +994,8 @@ static int run_command(struct rogue *r, char *line)
 	else if (!strcmp(argv[0], "readd") && argc == 3)
 		ret = cmd_readd(r, strtoul(argv[1], NULL, 0),
 				strtoul(argv[2], NULL, 0));
+	else if (!strcmp(argv[0], "deaf") && argc == 4)
+		ret = cmd_deaf(r, argv[1], argv[2], strtoul(argv[3], NULL, 0));
 	else if (!strcmp(argv[0], "acks") && argc == 5)
 		ret = cmd_acks(r, argv[1], argv[2], strtoul(argv[3], NULL, 0),
 			       strtoul(argv[4], NULL, 0));

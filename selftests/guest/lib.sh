@@ -173,6 +173,12 @@ barrier() {
 	done
 }
 
+# Milliseconds since $1, a time in microseconds taken as
+# t0=${EPOCHREALTIME/./}: bash's own clock, no program starts between.
+ms_since() {
+	echo $(( (${EPOCHREALTIME/./} - $1) / 1000 ))
+}
+
 # wait_until SECONDS COMMAND...: polls COMMAND until it succeeds, for
 # SECONDS (times RPAGE_SLOW).
 wait_until() {

@@ -349,12 +349,6 @@ test_rt_stall_a() {
 	link_restore
 }
 
-# Milliseconds since $1, a time in microseconds taken as
-# t0=${EPOCHREALTIME/./}: bash's own clock, no program starts between.
-ms_since() {
-	echo $(( (${EPOCHREALTIME/./} - $1) / 1000 ))
-}
-
 test_rt_stall_b() {
 	local out=/tmp/rt-stall.out pid t0 took line max ret=0
 	rm -f /tmp/rt-stall.fetched /tmp/rt-stall.go /tmp/rt-stall.ready

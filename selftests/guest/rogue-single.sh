@@ -164,6 +164,48 @@ test_rogue_reader_acks_and_qps() {
 	self_pool_reads_right || fail "self's pool after the rogue's acknowledgments"
 }
 
+# The rogue as a reader of this host that never takes a control message
+# (no receive posted): the first SEND of its pool table waits for
+# io_timeout_ms, 30 s here, refused as not ready. That holds up nobody
+# else: while it waits, a pool is created, announced to self and
+# destroyed, and self still reads right; then the host gives up on the
+# rogue.
+test_rogue_deaf_reader_holds_up_nobody() {
+	local io mark line closed t0 ret=0
+	io=$(cat /sys/module/rpage/parameters/io_timeout_ms)
+	echo 30000 > /sys/module/rpage/parameters/io_timeout_ms || return
+	mark=$(( $(dmesg | wc -l) + 1 ))
+	t0=${EPOCHREALTIME/./}
+	echo "deaf $RPAGE_IP 7471 90" >&7 || return
+	wait_until 20 eval '[ "$(peer_field rogue qps_inbound)" -ge 1 ]' ||
+		{ echo "FAIL: the deaf reader never connected"; ret=1; }
+	echo "deaf reader connected: $(ms_since "$t0") ms"
+	# Its table's first SEND is waiting now.
+	sleep 1
+	t0=${EPOCHREALTIME/./}
+	"$RPAGECTL" pool create 12 size 1M || { echo "FAIL: pool create"; ret=1; }
+	echo "pool create: $(ms_since "$t0") ms"
+	wait_until 20 remote_pool_listed self 12 || { echo "FAIL: pool 12 not announced to self"; ret=1; }
+	echo "announced to self: $(ms_since "$t0") ms"
+	"$RPAGECTL" pool destroy 12 || { echo "FAIL: pool destroy"; ret=1; }
+	echo "pool destroy: $(ms_since "$t0") ms"
+	self_pool_reads_right || { echo "FAIL: self's pool beside the deaf reader"; ret=1; }
+	# All of it while the host still waited on the deaf reader: neither
+	# the host nor the rogue has seen its connection end.
+	if rogue_said "^deaf" || dmesg | tail -n "+$mark" | grep -q "peer rogue: released"; then
+		echo "FAIL: held up until the host gave up on the deaf reader"
+		ret=1
+	fi
+	wait_until 120 rogue_said "^deaf" || { cat /tmp/rogue.err; echo "FAIL: the rogue did not finish"; ret=1; }
+	line=$(grep "^deaf" "$ROGUE_OUT" | tail -n 1)
+	closed=${line##* }
+	echo "$line"
+	dmesg | tail -n "+$mark" | grep "rpage"
+	[ "${closed:--1}" -ge 0 ] || { echo "FAIL: the host never gave up on the deaf reader"; ret=1; }
+	echo "$io" > /sys/module/rpage/parameters/io_timeout_ms
+	return "$ret"
+}
+
 test_rogue_teardown() {
 	local rc
 	peer_is self connected || fail "self not connected" || return
@@ -188,6 +230,7 @@ run_test rogue_malformed_control_messages_refused_and_counted test_rogue_malform
 run_test rogue_pool_flood_bounded_by_limits test_rogue_pool_flood_bounded
 run_test rogue_pool_announced_again_and_again_while_faulting test_rogue_readd_while_faulting
 run_test rogue_reader_unasked_acks_and_qps_past_limit test_rogue_reader_acks_and_qps
+run_test rogue_deaf_reader_holds_up_nobody test_rogue_deaf_reader_holds_up_nobody
 run_test rogue_teardown_leaves_nothing test_rogue_teardown
 tap_end
 if [ -n "$ROGUE_PID" ]; then
