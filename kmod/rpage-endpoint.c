@@ -120,6 +120,7 @@ static int rpage_endpoint_connect_request(struct rpage_listener *ep,
 	rpage_conn_init(&in->c, peer, true, le16_to_cpu(hello.qp_index));
 	in->c.state = RPAGE_CONN_CONNECTING;
 	INIT_LIST_HEAD(&in->entry);
+	rpage_pools_channel_init(in);
 	if (rpage_conn_create_qp(&in->c, cm_id))
 		goto err_conn;
 	in->c.cm_id = cm_id;

@@ -637,7 +637,8 @@ static void rpage_inbound_release_work(struct work_struct *work)
 						release_work);
 	struct rpage_peer *peer = in->c.peer;
 
-	/* No pool operation may still be using it. */
+	/* Nothing more is sent on it, and no pool operation uses it. */
+	rpage_pools_channel_close(in);
 	rpage_pools_barrier();
 	rpage_conn_destroy(&in->c);
 	kfree(in);
@@ -805,6 +806,7 @@ static void rpage_peer_teardown_inbound(struct rpage_peer *peer,
 		rpage_pools_barrier();
 	list_for_each_entry_safe(in, tmp, &doomed, entry) {
 		list_del_init(&in->entry);
+		rpage_pools_channel_close(in);
 		rpage_conn_destroy(&in->c);
 		kfree(in);
 		rpage_peer_put(peer);

@@ -16,8 +16,17 @@
  * or io_timeout_ms passes; then the regions are deregistered, which
  * invalidates their keys, and only then is the memory freed or unpinned.
  *
- * All of this runs under rpage_pools_lock, which also keeps the readers'
- * queue pairs alive while it is held (rpage_pools_barrier()).
+ * rpage_pools_lock guards the list of pools and orders what each reader
+ * is told: the table, additions and withdrawals are queued for each
+ * reader under it (struct rpage_chan_msg), and each reader's own work
+ * sends its queue, in order, without it. So a reader that never takes a
+ * control message (its receive queue empty, a link gone quiet) holds up
+ * only its own queue, for io_timeout_ms at most, never another reader,
+ * a pool's creation or destruction, or a connection's teardown. Queued
+ * messages hold a reference on their pool; its memory goes with the
+ * last. The lock also keeps the readers' queue pairs alive while it is
+ * held (rpage_pools_barrier()), and is never held across a wait on the
+ * network.
  */
 #include "rpage-pri.h"
 
@@ -66,7 +75,11 @@ struct rpage_pool_reg {
  * @owner_pid: the process that exported a user pool.
  * @pages: the memory, @nr_pages pages.
  * @nr_pages: how many.
- * @regs: its registrations (struct rpage_pool_reg), one per device.
+ * @regs: its registrations (struct rpage_pool_reg), one per device, under
+ *	@reg_lock.
+ * @reg_lock: protects @regs and @dead; never held across a wait.
+ * @dead: withdrawn and deregistered: no registration may be added.
+ * @ref: held by the list of pools and by each queued message.
  */
 struct rpage_pool {
 	struct list_head entry;
@@ -81,6 +94,23 @@ struct rpage_pool {
 	struct page **pages;
 	unsigned long nr_pages;
 	struct list_head regs;
+	struct mutex reg_lock;		/* see kernel-doc */
+	bool dead;
+	struct kref ref;
+};
+
+/**
+ * struct rpage_chan_msg - a pool-table message queued for one reader
+ * @entry: link in the reader's channel's @outq.
+ * @kind: what to send.
+ * @pool: the pool added or withdrawn, referenced; NULL for a sync.
+ * @nr_pools: for a sync, how many pools the table had.
+ */
+struct rpage_chan_msg {
+	struct list_head entry;
+	enum { RPAGE_CHAN_ADD, RPAGE_CHAN_DEL, RPAGE_CHAN_SYNC } kind;
+	struct rpage_pool *pool;
+	u32 nr_pools;
 };
 
 /**
@@ -226,30 +256,78 @@ static int rpage_pool_reg_map(struct rpage_pool *pool,
 	return 0;
 }
 
-/* The pool's registration on @chan's device, made now if need be. */
-static struct rpage_pool_reg *rpage_pool_reg_get(struct rpage_pool *pool,
-						 struct rpage_conn *chan)
+/* The registration of @pool on @dev, if any; under the pool's reg_lock. */
+static struct rpage_pool_reg *rpage_pool_reg_find(struct rpage_pool *pool,
+						  struct rpage_ibdev *dev)
 {
 	struct rpage_pool_reg *reg;
-	int ret;
 
+	lockdep_assert_held(&pool->reg_lock);
 	list_for_each_entry(reg, &pool->regs, entry)
-		if (reg->dev == chan->dev)
+		if (reg->dev == dev)
 			return reg;
+	return NULL;
+}
 
-	reg = kzalloc(sizeof(*reg), GFP_KERNEL);
-	if (!reg)
-		return ERR_PTR(-ENOMEM);
-	kref_get(&chan->dev->ref);
-	atomic_inc(&chan->dev->users);
-	reg->dev = chan->dev;
-	ret = rpage_pool_reg_map(pool, reg, chan);
-	if (ret) {
-		rpage_pool_reg_free(reg);
-		return ERR_PTR(ret);
+/*
+ * What a reader on @chan's device is told of @pool's regions: their size
+ * and a copy of their addresses and keys (*@mrs, kvfree'd by the
+ * caller), the pool registered on that device now if need be. The
+ * registration waits for the device (on @chan's queue pair), so it is
+ * made outside reg_lock and added after, unless another reader's made
+ * one meanwhile or the pool was withdrawn (-ENOENT).
+ */
+static int rpage_pool_regions(struct rpage_pool *pool, struct rpage_conn *chan,
+			      struct rpage_rmr **mrs, u32 *nr_mrs, u64 *mr_bytes)
+{
+	struct rpage_pool_reg *reg, *made = NULL;
+	int ret = 0;
+	u32 i;
+
+	mutex_lock(&pool->reg_lock);
+	reg = pool->dead ? NULL : rpage_pool_reg_find(pool, chan->dev);
+	if (!reg && !pool->dead) {
+		mutex_unlock(&pool->reg_lock);
+		made = kzalloc(sizeof(*made), GFP_KERNEL);
+		if (!made)
+			return -ENOMEM;
+		kref_get(&chan->dev->ref);
+		atomic_inc(&chan->dev->users);
+		made->dev = chan->dev;
+		ret = rpage_pool_reg_map(pool, made, chan);
+		if (ret) {
+			rpage_pool_reg_free(made);
+			return ret;
+		}
+		mutex_lock(&pool->reg_lock);
+		reg = pool->dead ? NULL : rpage_pool_reg_find(pool, chan->dev);
+		if (!reg && !pool->dead) {
+			list_add_tail(&made->entry, &pool->regs);
+			reg = made;
+			made = NULL;
+		}
 	}
-	list_add_tail(&reg->entry, &pool->regs);
-	return reg;
+	if (!reg) {
+		ret = -ENOENT;
+		goto out;
+	}
+	*mrs = kvcalloc(reg->nr_mrs, sizeof(**mrs), GFP_KERNEL);
+	if (!*mrs) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	for (i = 0; i < reg->nr_mrs; i++) {
+		(*mrs)[i].iova = reg->mrs[i]->iova;
+		(*mrs)[i].rkey = reg->mrs[i]->rkey;
+	}
+	*nr_mrs = reg->nr_mrs;
+	*mr_bytes = reg->mr_bytes;
+out:
+	mutex_unlock(&pool->reg_lock);
+	/* Another reader's came first, or the pool was withdrawn. */
+	if (made)
+		rpage_pool_reg_free(made);
+	return ret;
 }
 
 /* Sends one control message of @len bytes from @msg on @chan. */
@@ -261,25 +339,24 @@ static int rpage_ctl_send(struct rpage_conn *chan, void *msg, u32 len)
 
 static void rpage_pool_announce(struct rpage_pool *pool, struct rpage_conn *chan)
 {
-	struct rpage_msg_pool_add *msg;
-	struct rpage_pool_reg *reg;
-	u32 first, count, i;
-	int ret = 0;
+	struct rpage_msg_pool_add *msg = NULL;
+	struct rpage_rmr *mrs = NULL;
+	u32 first, count, i, nr_mrs;
+	u64 mr_bytes;
+	int ret;
 
-	reg = rpage_pool_reg_get(pool, chan);
-	if (IS_ERR(reg)) {
-		ret = PTR_ERR(reg);
+	ret = rpage_pool_regions(pool, chan, &mrs, &nr_mrs, &mr_bytes);
+	if (ret)
 		goto out;
-	}
 	msg = kzalloc(RPAGE_MSG_MAX, GFP_KERNEL);
 	if (!msg) {
 		ret = -ENOMEM;
 		goto out;
 	}
-	for (first = 0; first < reg->nr_mrs && !ret; first += count) {
+	for (first = 0; first < nr_mrs && !ret; first += count) {
 		u32 len;
 
-		count = min_t(u32, reg->nr_mrs - first, RPAGE_MSG_MRS_PER_ADD);
+		count = min_t(u32, nr_mrs - first, RPAGE_MSG_MRS_PER_ADD);
 		len = sizeof(*msg) + count * sizeof(msg->mrs[0]);
 		memset(msg, 0, RPAGE_MSG_MAX);
 		msg->hdr.type = cpu_to_le16(RPAGE_MSG_POOL_ADD);
@@ -287,20 +364,22 @@ static void rpage_pool_announce(struct rpage_pool *pool, struct rpage_conn *chan
 		msg->pool_id = cpu_to_le64(pool->id);
 		msg->generation = cpu_to_le64(pool->generation);
 		msg->length = cpu_to_le64(pool->length);
-		msg->mr_bytes = cpu_to_le64(reg->mr_bytes);
+		msg->mr_bytes = cpu_to_le64(mr_bytes);
 		msg->flags = cpu_to_le32(pool->flags);
-		msg->nr_mrs = cpu_to_le32(reg->nr_mrs);
+		msg->nr_mrs = cpu_to_le32(nr_mrs);
 		msg->first_mr = cpu_to_le32(first);
 		msg->count = cpu_to_le32(count);
 		for (i = 0; i < count; i++) {
-			msg->mrs[i].iova = cpu_to_le64(reg->mrs[first + i]->iova);
-			msg->mrs[i].rkey = cpu_to_le32(reg->mrs[first + i]->rkey);
+			msg->mrs[i].iova = cpu_to_le64(mrs[first + i].iova);
+			msg->mrs[i].rkey = cpu_to_le32(mrs[first + i].rkey);
 		}
 		ret = rpage_ctl_send(chan, msg, len);
 	}
-	kfree(msg);
 out:
-	if (ret)
+	kfree(msg);
+	kvfree(mrs);
+	/* A pool withdrawn meanwhile is not announced: nothing to say. */
+	if (ret && ret != -ENOENT)
 		pr_warn("pool %llu: not announced to peer %s: %d\n", pool->id,
 			chan->peer->name, ret);
 }
@@ -323,16 +402,175 @@ static int rpage_pool_withdraw(struct rpage_pool *pool, struct rpage_conn *chan)
 	return ret;
 }
 
+static void rpage_pool_release(struct kref *ref);
+
+static void rpage_pool_put(struct rpage_pool *pool)
+{
+	kref_put(&pool->ref, rpage_pool_release);
+}
+
+static void rpage_chan_send_work(struct work_struct *work);
+
+/* A reader's control channel, accepted: nothing queued yet. */
+void rpage_pools_channel_init(struct rpage_in_conn *in)
+{
+	spin_lock_init(&in->outq_lock);
+	INIT_LIST_HEAD(&in->outq);
+	INIT_WORK(&in->send_work, rpage_chan_send_work);
+}
+
 /*
- * A reader's channel came up: send it the pool table, every pool then
- * RPAGE_MSG_POOL_SYNC, so that it knows it has them all.
+ * Queues a message of @kind about @pool (referenced for it) for the
+ * reader of @in, under rpage_pools_lock, which orders what every reader
+ * is told. False if the channel is closing: the reader will hear
+ * nothing more (it rebuilds its table when it connects again).
+ */
+static bool rpage_chan_queue(struct rpage_in_conn *in, int kind,
+			     struct rpage_pool *pool, u32 nr_pools)
+{
+	struct rpage_chan_msg *m;
+	bool queued = false;
+
+	lockdep_assert_held(&rpage_pools_lock);
+	m = kzalloc(sizeof(*m), GFP_KERNEL);
+	if (!m)
+		return false;
+	m->kind = kind;
+	m->pool = pool;
+	m->nr_pools = nr_pools;
+	if (pool)
+		kref_get(&pool->ref);
+	spin_lock(&in->outq_lock);
+	if (!in->outq_closed) {
+		list_add_tail(&m->entry, &in->outq);
+		queue_work(rpage_wq, &in->send_work);
+		queued = true;
+	}
+	spin_unlock(&in->outq_lock);
+	if (!queued) {
+		if (pool)
+			rpage_pool_put(pool);
+		kfree(m);
+	}
+	return queued;
+}
+
+/*
+ * Takes the addition of @pool out of @in's queue if it is still there:
+ * then the reader never heard of the pool, and its withdrawal needs
+ * neither a message nor an acknowledgment (the reader may be stuck on
+ * an earlier message, which is no reason to hold up a destroy).
+ */
+static bool rpage_chan_cancel_add(struct rpage_in_conn *in,
+				  struct rpage_pool *pool)
+{
+	struct rpage_chan_msg *m, *found = NULL;
+
+	spin_lock(&in->outq_lock);
+	list_for_each_entry(m, &in->outq, entry) {
+		if (m->kind == RPAGE_CHAN_ADD && m->pool == pool) {
+			list_del(&m->entry);
+			found = m;
+			break;
+		}
+	}
+	spin_unlock(&in->outq_lock);
+	if (!found)
+		return false;
+	rpage_pool_put(pool);
+	kfree(found);
+	return true;
+}
+
+static struct rpage_chan_msg *rpage_chan_next(struct rpage_in_conn *in)
+{
+	struct rpage_chan_msg *m;
+
+	spin_lock(&in->outq_lock);
+	m = list_first_entry_or_null(&in->outq, struct rpage_chan_msg, entry);
+	if (m)
+		list_del(&m->entry);
+	spin_unlock(&in->outq_lock);
+	return m;
+}
+
+/*
+ * Done with @m: sent, or dropped with its channel. A withdrawal the
+ * reader never got counts as acknowledged: it has no reads of the pool
+ * left (its channel is gone) and must not hold up the destroy.
+ */
+static void rpage_chan_msg_done(struct rpage_in_conn *in,
+				struct rpage_chan_msg *m, bool acked)
+{
+	if (m->kind == RPAGE_CHAN_DEL && acked)
+		rpage_pools_acked(in->c.peer, m->pool->id, m->pool->generation);
+	if (m->pool)
+		rpage_pool_put(m->pool);
+	kfree(m);
+}
+
+/* Sends what the reader of @in has queued, in order, unlocked. */
+static void rpage_chan_send_work(struct work_struct *work)
+{
+	struct rpage_in_conn *in = container_of(work, struct rpage_in_conn,
+						send_work);
+	struct rpage_msg_pool_sync sync = {
+		.hdr.type = cpu_to_le16(RPAGE_MSG_POOL_SYNC),
+		.hdr.length = cpu_to_le32(sizeof(sync)),
+	};
+	struct rpage_chan_msg *m;
+	bool up, acked;
+
+	while ((m = rpage_chan_next(in))) {
+		/* A closing channel sends nothing more. */
+		up = READ_ONCE(in->c.state) == RPAGE_CONN_CONNECTED;
+		acked = !up;
+		switch (m->kind) {
+		case RPAGE_CHAN_ADD:
+			if (up)
+				rpage_pool_announce(m->pool, &in->c);
+			break;
+		case RPAGE_CHAN_DEL:
+			if (up && rpage_pool_withdraw(m->pool, &in->c))
+				acked = true;
+			break;
+		case RPAGE_CHAN_SYNC:
+			sync.nr_pools = cpu_to_le32(m->nr_pools);
+			/* Failed: the reader times out waiting and connects again. */
+			if (up)
+				rpage_ctl_send(&in->c, &sync, sizeof(sync));
+			break;
+		}
+		rpage_chan_msg_done(in, m, acked);
+	}
+}
+
+/*
+ * The reader's channel @in is going (claimed, marked closed): nothing
+ * more is queued, what is in flight on it is flushed, its work is done,
+ * and what was left in its queue is dropped. Then it may be destroyed.
+ */
+void rpage_pools_channel_close(struct rpage_in_conn *in)
+{
+	struct rpage_chan_msg *m;
+
+	spin_lock(&in->outq_lock);
+	in->outq_closed = true;
+	spin_unlock(&in->outq_lock);
+	/* A send waiting on the queue pair completes, flushed, at once. */
+	rpage_conn_to_error(&in->c);
+	cancel_work_sync(&in->send_work);
+	while ((m = rpage_chan_next(in)))
+		rpage_chan_msg_done(in, m, true);
+}
+
+/*
+ * Readers' channels came up: each is queued the pool table, every pool
+ * then RPAGE_MSG_POOL_SYNC, so that it knows it has them all; additions
+ * and withdrawals queued after follow it.
  */
 static void rpage_pools_sync_work_fn(struct work_struct *work)
 {
-	struct rpage_msg_pool_sync msg = {
-		.hdr.type = cpu_to_le16(RPAGE_MSG_POOL_SYNC),
-		.hdr.length = cpu_to_le32(sizeof(msg)),
-	};
 	struct rpage_in_conn **chans;
 	struct rpage_pool *pool;
 	unsigned int n, i, nr;
@@ -344,12 +582,10 @@ static void rpage_pools_sync_work_fn(struct work_struct *work)
 			continue;
 		nr = 0;
 		list_for_each_entry(pool, &rpage_pools, entry) {
-			rpage_pool_announce(pool, &chans[i]->c);
+			rpage_chan_queue(chans[i], RPAGE_CHAN_ADD, pool, 0);
 			nr++;
 		}
-		msg.nr_pools = cpu_to_le32(nr);
-		/* Failed: the reader times out waiting and connects again. */
-		if (!rpage_ctl_send(&chans[i]->c, &msg, sizeof(msg)))
+		if (rpage_chan_queue(chans[i], RPAGE_CHAN_SYNC, NULL, nr))
 			chans[i]->synced = true;
 	}
 	mutex_unlock(&rpage_pools_lock);
@@ -396,55 +632,92 @@ static void rpage_pool_free_memory(struct rpage_pool *pool)
 	kfree(pool);
 }
 
-/* Unlinks, withdraws and frees @pool; the caller holds the lock. */
-static void rpage_pool_destroy(struct rpage_pool *pool)
+/* The last reference to a pool that was published: its memory goes. */
+static void rpage_pool_release(struct kref *ref)
 {
-	struct rpage_withdrawal w = {
-		.pool_id = pool->id,
-		.generation = pool->generation,
-	};
-	struct rpage_pool_reg *reg, *tmp;
+	struct rpage_pool *pool = container_of(ref, struct rpage_pool, ref);
+
+	/* Deregistered first: no key a peer was given reaches freed memory. */
+	WARN_ON_ONCE(!list_empty(&pool->regs));
+	mutex_destroy(&pool->reg_lock);
+	rpage_pool_free_memory(pool);
+}
+
+/*
+ * Takes @pool off the list and queues its withdrawal for every reader
+ * that has the table, asking each for an acknowledgment (@w, set up
+ * here; the caller passes it to rpage_pool_finish()). The caller holds
+ * rpage_pools_lock; a pool with the same id may be created as soon as
+ * it drops it (readers tell the two apart by generation).
+ */
+static void rpage_pool_unlink(struct rpage_pool *pool,
+			      struct rpage_withdrawal *w)
+{
 	struct rpage_in_conn **chans;
-	unsigned int n, i;
+	unsigned int n, i, nr = 0;
 
 	lockdep_assert_held(&rpage_pools_lock);
 	list_del(&pool->entry);
 	if (pool->owner)
-		list_del(&pool->file_entry);
-	init_completion(&w.done);
+		list_del_init(&pool->file_entry);
+	w->pool_id = pool->id;
+	w->generation = pool->generation;
+	init_completion(&w->done);
 	/* Readers that do not have the table never heard of the pool. */
 	chans = rpage_channels_collect(&n, true);
-	w.asked = kcalloc(n, sizeof(*w.asked), GFP_KERNEL);
-	if (!w.asked)
+	w->asked = kcalloc(n, sizeof(*w->asked), GFP_KERNEL);
+	if (!w->asked)
 		n = 0;
+	/* Nor did those its addition has not been sent to yet. */
+	for (i = 0; i < n; i++)
+		if (!rpage_chan_cancel_add(chans[i], pool))
+			chans[nr++] = chans[i];
+	n = nr;
 	/* Asked first: the ack may beat the send's own completion. */
 	for (i = 0; i < n; i++)
-		w.asked[i] = chans[i]->c.peer;
-	w.nr = n;
-	w.pending = n;
+		w->asked[i] = chans[i]->c.peer;
+	w->nr = n;
+	w->pending = n;
 	spin_lock_bh(&rpage_withdrawals_lock);
-	list_add_tail(&w.entry, &rpage_withdrawals);
+	list_add_tail(&w->entry, &rpage_withdrawals);
 	spin_unlock_bh(&rpage_withdrawals_lock);
 	for (i = 0; i < n; i++)
-		if (rpage_pool_withdraw(pool, &chans[i]->c))
+		if (!rpage_chan_queue(chans[i], RPAGE_CHAN_DEL, pool, 0))
 			rpage_pools_acked(chans[i]->c.peer, pool->id,
 					  pool->generation);
 	kfree(chans);
-	/* Readers finish what they have in flight, then the keys go. */
-	if (n && !wait_for_completion_timeout(&w.done,
-					      msecs_to_jiffies(rpage_io_timeout_ms)))
+}
+
+/*
+ * After rpage_pool_unlink(), without rpage_pools_lock: waits for the
+ * readers to finish what they have in flight (their acknowledgments) or
+ * io_timeout_ms, deregisters the regions, which invalidates their keys,
+ * and drops the list's reference: the memory goes with the last one.
+ */
+static void rpage_pool_finish(struct rpage_pool *pool,
+			      struct rpage_withdrawal *w)
+{
+	struct rpage_pool_reg *reg, *tmp;
+	LIST_HEAD(regs);
+
+	if (w->nr && !wait_for_completion_timeout(&w->done,
+						  msecs_to_jiffies(rpage_io_timeout_ms)))
 		pr_warn("pool %llu: not every reader acknowledged its withdrawal\n",
 			pool->id);
 	spin_lock_bh(&rpage_withdrawals_lock);
-	list_del(&w.entry);
+	list_del(&w->entry);
 	spin_unlock_bh(&rpage_withdrawals_lock);
-	kfree(w.asked);
-	list_for_each_entry_safe(reg, tmp, &pool->regs, entry) {
+	kfree(w->asked);
+	mutex_lock(&pool->reg_lock);
+	pool->dead = true;
+	list_splice_init(&pool->regs, &regs);
+	mutex_unlock(&pool->reg_lock);
+	list_for_each_entry_safe(reg, tmp, &regs, entry) {
 		list_del(&reg->entry);
 		rpage_pool_reg_free(reg);
 	}
 	pr_info("pool %llu destroyed\n", pool->id);
-	rpage_pool_free_memory(pool);
+	rpage_pool_put(pool);
 }
 
 static struct rpage_pool *rpage_pool_find(u64 id)
@@ -497,6 +770,8 @@ static struct rpage_pool *rpage_pool_alloc(u64 id, u64 length, u32 flags,
 	pool->kind = kind;
 	INIT_LIST_HEAD(&pool->regs);
 	INIT_LIST_HEAD(&pool->file_entry);
+	mutex_init(&pool->reg_lock);
+	kref_init(&pool->ref);
 	return pool;
 }
 
@@ -519,13 +794,13 @@ static int rpage_pool_publish(struct rpage_pool *pool, struct rpage_file *owner)
 	/* A reader still being synced gets it with the rest of the table. */
 	chans = rpage_channels_collect(&n, true);
 	for (i = 0; i < n; i++)
-		rpage_pool_announce(pool, &chans[i]->c);
-	mutex_unlock(&rpage_pools_lock);
-	kfree(chans);
+		rpage_chan_queue(chans[i], RPAGE_CHAN_ADD, pool, 0);
 	pr_info("pool %llu: %llu bytes%s, %s\n", pool->id, pool->length,
 		pool->flags & RPAGE_POOL_WRITABLE ? ", writable" : "",
 		pool->kind == RPAGE_POOL_USER ? "exported by a process" :
 		pool->kind == RPAGE_POOL_FILE ? "of a file" : "allocated");
+	mutex_unlock(&rpage_pools_lock);
+	kfree(chans);
 	return 0;
 }
 
@@ -749,6 +1024,7 @@ long rpage_ioctl_pool_export(struct rpage_file *rfile, void __user *argp)
 
 long rpage_ioctl_pool_destroy(struct rpage_file *rfile, void __user *argp)
 {
+	struct rpage_withdrawal w;
 	struct rpage_pool_destroy arg;
 	struct rpage_pool *pool;
 	int ret = 0;
@@ -765,8 +1041,10 @@ long rpage_ioctl_pool_destroy(struct rpage_file *rfile, void __user *argp)
 	else if (pool->owner && pool->owner != rfile)
 		ret = -EPERM;
 	else
-		rpage_pool_destroy(pool);
+		rpage_pool_unlink(pool, &w);
 	mutex_unlock(&rpage_pools_lock);
+	if (!ret)
+		rpage_pool_finish(pool, &w);
 	return ret;
 }
 
@@ -795,15 +1073,34 @@ long rpage_ioctl_pool_list(struct rpage_file *rfile, void __user *argp)
 				 &rpage_pools_lock, rpage_pools_fill, NULL);
 }
 
+/*
+ * Destroys the first pool of @list (rpage_pools, or a file's @pools, as
+ * @by_file says) that there is; false once there is none. One at a time,
+ * since a destroy waits for the readers without the lock.
+ */
+static bool rpage_pools_destroy_first(struct list_head *list, bool by_file)
+{
+	struct rpage_withdrawal w;
+	struct rpage_pool *pool;
+
+	mutex_lock(&rpage_pools_lock);
+	if (list_empty(list)) {
+		mutex_unlock(&rpage_pools_lock);
+		return false;
+	}
+	pool = by_file ? list_first_entry(list, struct rpage_pool, file_entry) :
+			 list_first_entry(list, struct rpage_pool, entry);
+	rpage_pool_unlink(pool, &w);
+	mutex_unlock(&rpage_pools_lock);
+	rpage_pool_finish(pool, &w);
+	return true;
+}
+
 /* The file a process exported pools through is closing. */
 void rpage_pools_file_release(struct rpage_file *rfile)
 {
-	struct rpage_pool *pool, *tmp;
-
-	mutex_lock(&rpage_pools_lock);
-	list_for_each_entry_safe(pool, tmp, &rfile->pools, file_entry)
-		rpage_pool_destroy(pool);
-	mutex_unlock(&rpage_pools_lock);
+	while (rpage_pools_destroy_first(&rfile->pools, true))
+		;
 }
 
 /* @dev is going away: its registrations go first. */
@@ -812,16 +1109,25 @@ void rpage_pools_device_removed(struct rpage_ibdev *dev)
 	struct rpage_pool_reg *reg, *tmp;
 	struct rpage_pool *pool;
 
+	LIST_HEAD(regs);
+
+	/*
+	 * Pools being destroyed are off the list: their destroy frees their
+	 * registrations soon, and the device's removal waits for it.
+	 */
 	mutex_lock(&rpage_pools_lock);
 	list_for_each_entry(pool, &rpage_pools, entry) {
-		list_for_each_entry_safe(reg, tmp, &pool->regs, entry) {
-			if (reg->dev != dev)
-				continue;
-			list_del(&reg->entry);
-			rpage_pool_reg_free(reg);
-		}
+		mutex_lock(&pool->reg_lock);
+		list_for_each_entry_safe(reg, tmp, &pool->regs, entry)
+			if (reg->dev == dev)
+				list_move(&reg->entry, &regs);
+		mutex_unlock(&pool->reg_lock);
 	}
 	mutex_unlock(&rpage_pools_lock);
+	list_for_each_entry_safe(reg, tmp, &regs, entry) {
+		list_del(&reg->entry);
+		rpage_pool_reg_free(reg);
+	}
 }
 
 void rpage_pools_init(void)
@@ -832,11 +1138,7 @@ void rpage_pools_init(void)
 /* Module unload: every file is closed, so only kernel pools are left. */
 void rpage_pools_exit(void)
 {
-	struct rpage_pool *pool, *tmp;
-
 	cancel_work_sync(&rpage_pools_sync_work);
-	mutex_lock(&rpage_pools_lock);
-	list_for_each_entry_safe(pool, tmp, &rpage_pools, entry)
-		rpage_pool_destroy(pool);
-	mutex_unlock(&rpage_pools_lock);
+	while (rpage_pools_destroy_first(&rpage_pools, false))
+		;
 }

@@ -221,6 +221,12 @@ struct rpage_out_conn {
  * @session: which connection set of the reader it belongs to: a new
  *	first queue pair starts a set, and ends every older one.
  * @release_work: tears the connection down once claimed.
+ * @outq_lock: protects @outq and @outq_closed.
+ * @outq: on a reader's first queue pair, the pool-table messages queued
+ *	for it (rpage-pool.c), sent in order by @send_work.
+ * @outq_closed: the connection is going: nothing more is queued.
+ * @send_work: sends @outq, without rpage_pools_lock: a reader slow to
+ *	take its messages holds up no other.
  */
 struct rpage_in_conn {
 	struct rpage_conn c;
@@ -229,6 +235,10 @@ struct rpage_in_conn {
 	bool synced;
 	u32 session;
 	struct work_struct release_work;
+	spinlock_t outq_lock;		/* see kernel-doc */
+	struct list_head outq;
+	bool outq_closed;
+	struct work_struct send_work;
 };
 
 /**
@@ -674,7 +684,9 @@ void rpage_rpools_clear(struct rpage_peer *peer);
 long rpage_ioctl_remote_pool_list(struct rpage_file *rfile, void __user *argp);
 
 /* rpage-pool.c */
+void rpage_pools_channel_init(struct rpage_in_conn *in);
 void rpage_pools_channel_up(void);
+void rpage_pools_channel_close(struct rpage_in_conn *in);
 void rpage_pools_barrier(void);
 void rpage_pools_acked(struct rpage_peer *peer, u64 pool_id, u64 generation);
 void rpage_pools_device_removed(struct rpage_ibdev *dev);
