@@ -838,6 +838,22 @@ static int out_connect(struct rogue *r, struct conn *c,
 	return c->established ? 0 : -1;
 }
 
+/* @addr @port (IPv4), into @dst. */
+static int resolve_addr(const char *addr, const char *port,
+			struct sockaddr_storage *dst)
+{
+	struct addrinfo hints = { .ai_family = AF_INET, .ai_socktype = SOCK_STREAM };
+	struct addrinfo *ai;
+
+	if (getaddrinfo(addr, port, &hints, &ai)) {
+		fail("bad address %s port %s", addr, port);
+		return -1;
+	}
+	memcpy(dst, ai->ai_addr, ai->ai_addrlen);
+	freeaddrinfo(ai);
+	return 0;
+}
+
 static bool table_synced(struct rogue *r, uint64_t unused)
 {
 	return r->table_synced;
@@ -852,7 +868,6 @@ static bool table_synced(struct rogue *r, uint64_t unused)
 static int cmd_acks(struct rogue *r, const char *addr, const char *port,
 		    unsigned int secs, unsigned int qps)
 {
-	struct addrinfo hints = { .ai_family = AF_INET, .ai_socktype = SOCK_STREAM };
 	struct rpage_msg_pool_del_ack ack = {
 		.hdr.type = htole16(RPAGE_MSG_POOL_DEL_ACK),
 		.hdr.length = htole32(sizeof(ack)),
@@ -860,16 +875,11 @@ static int cmd_acks(struct rogue *r, const char *addr, const char *port,
 	unsigned int accepted = 0, rejected = 0, sent = 0;
 	struct sockaddr_storage dst = { 0 };
 	struct conn *ctl, *c;
-	struct addrinfo *ai;
 	int64_t end;
 	int ret = -1;
 
-	if (getaddrinfo(addr, port, &hints, &ai)) {
-		fail("bad address %s port %s", addr, port);
+	if (resolve_addr(addr, port, &dst))
 		return -1;
-	}
-	memcpy(&dst, ai->ai_addr, ai->ai_addrlen);
-	freeaddrinfo(ai);
 	r->table_len = 0;
 	r->table_synced = false;
 	r->dels = 0;
@@ -936,19 +946,13 @@ out:
 static int cmd_deaf(struct rogue *r, const char *addr, const char *port,
 		    unsigned int secs)
 {
-	struct addrinfo hints = { .ai_family = AF_INET, .ai_socktype = SOCK_STREAM };
 	struct sockaddr_storage dst = { 0 };
 	int64_t start, end, closed_ms = -1;
-	struct addrinfo *ai;
 	struct conn *c;
 	int ret = -1;
 
-	if (getaddrinfo(addr, port, &hints, &ai)) {
-		fail("bad address %s port %s", addr, port);
+	if (resolve_addr(addr, port, &dst))
 		return -1;
-	}
-	memcpy(&dst, ai->ai_addr, ai->ai_addrlen);
-	freeaddrinfo(ai);
 	r->deaf = true;
 	c = conn_new(r);
 	if (!c || out_connect(r, c, &dst, 0, 1)) {
@@ -1011,16 +1015,10 @@ static int run_command(struct rogue *r, char *line)
 
 static int rogue_listen(struct rogue *r, const char *addr, const char *port)
 {
-	struct addrinfo hints = { .ai_family = AF_INET, .ai_socktype = SOCK_STREAM };
-	struct addrinfo *ai;
 	int flags;
 
-	if (getaddrinfo(addr, port, &hints, &ai)) {
-		fail("bad address %s port %s", addr, port);
+	if (resolve_addr(addr, port, &r->addr))
 		return -1;
-	}
-	memcpy(&r->addr, ai->ai_addr, ai->ai_addrlen);
-	freeaddrinfo(ai);
 	r->ch = rdma_create_event_channel();
 	if (!r->ch) {
 		fail("rdma_create_event_channel: %s", strerror(errno));

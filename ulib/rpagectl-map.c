@@ -275,6 +275,29 @@ static int map_del(int argc, char **argv)
 }
 
 /*
+ * Opens /dev/rpage and finds the named mapping @name into @info: the
+ * open file, or -1 once the failure is said.
+ */
+static int map_open_named(const char *what, const char *name,
+			  struct rpage_map_info *info)
+{
+	int fd, ret;
+
+	fd = open_device(NULL);
+	if (fd < 0)
+		return -1;
+	ret = find_named_entry(fd, rpage_map_list, sizeof(*info), name, info);
+	if (ret) {
+		close(fd);
+		fail_cmd(what, name, -ret,
+			 ret == -ENOENT ? "no such named mapping" : NULL);
+		return -1;
+	}
+	info->peer[sizeof(info->peer) - 1] = '\0';
+	return fd;
+}
+
+/*
  * map pull NAME [depth D] [wait]: fetches every page not here yet, in
  * the background (demand faults first), or waiting with 'wait'; once
  * all are here the mapping needs its peer no more.
@@ -306,15 +329,9 @@ static int map_pull(int argc, char **argv)
 			return usage_error("%s: unexpected argument '%s'", subject, argv[i]);
 		}
 	}
-	fd = open_device(NULL);
+	fd = map_open_named(what, argv[0], &info);
 	if (fd < 0)
 		return 1;
-	ret = find_named_entry(fd, rpage_map_list, sizeof(info), argv[0], &info);
-	if (ret) {
-		close(fd);
-		return fail_cmd(what, argv[0], -ret,
-				ret == -ENOENT ? "no such named mapping" : NULL);
-	}
 	memset(&pf, 0, sizeof(pf));
 	pf.map_id = info.map_id;
 	pf.depth = depth;
@@ -393,16 +410,9 @@ static int map_evict(int argc, char **argv)
 			return usage_error("%s: unexpected argument '%s'", subject, key);
 		}
 	}
-	fd = open_device(NULL);
+	fd = map_open_named(what, argv[0], &info);
 	if (fd < 0)
 		return 1;
-	ret = find_named_entry(fd, rpage_map_list, sizeof(info), argv[0], &info);
-	if (ret) {
-		close(fd);
-		return fail_cmd(what, argv[0], -ret,
-				ret == -ENOENT ? "no such named mapping" : NULL);
-	}
-	info.peer[sizeof(info.peer) - 1] = '\0';
 	ev.map_id = info.map_id;
 	if (!have_length) {
 		if (ev.offset >= info.length) {
