@@ -2142,6 +2142,24 @@ static void fz_life_map(struct fz_thread *t)
 }
 
 /*
+ * Whether the name of @add still names the mapping it made. Other threads
+ * delete and add the same names: the node opened after the addition may
+ * be a later mapping of another length. Map ids are never reused, so if
+ * the name has the id now, it had it all along, when the node was opened
+ * too.
+ */
+static bool match_name(const void *entry, const void *name);
+
+static bool fz_named_still(struct fz_thread *t, const struct rpage_map_add *add)
+{
+	struct rpage_map_info info;
+
+	return list_find(fz_fd(t, F_OWN), rpage_map_list, sizeof(info),
+			 match_name, add->name, &info) > 0 &&
+	       info.map_id == add->map_id;
+}
+
+/*
  * A named mapping of one of PEER's pools: its node opened, its size
  * asked, mmap()ed (or a part) and closed; or one deleted, by force or
  * not; or the list.
@@ -2175,10 +2193,10 @@ static void fz_life_named(struct fz_thread *t)
 	if (fd < 0)
 		return;
 	size = lseek(fd, 0, SEEK_END);
-	if (size != (off_t)out.add.length)
+	if (size != (off_t)out.add.length && fz_named_still(t, &out.add))
 		fz_report(t, "lseek(SEEK_END) of %s: %lld, want %llu", path,
 			  (long long)size, (unsigned long long)out.add.length);
-	if (chance(t, 10))
+	if (chance(t, 10) && fz_named_still(t, &out.add))
 		fz_mmap_refused(t, fd, 0, out.add.length, out.add.map_id);
 	len = (size_t)out.add.length;
 	if (chance(t, 30))
