@@ -25,6 +25,11 @@ results=$RPAGE_BUILD/results
 rm -rf "$results"
 mkdir -p "$results"
 
+# Every failure and its first reasons, said again at the very end: a
+# run's output is long, and whoever reads only its end (a CI summary)
+# then still sees what failed and why.
+recap=()
+
 # report OK|FAIL|SKIP NAME [DETAIL...]: one host-level test point.
 report() {
 	local verdict=$1 name=$2
@@ -33,7 +38,9 @@ report() {
 	OK) passed=$((passed + 1)); echo "ok - $name" ;;
 	SKIP) skipped=$((skipped + 1)); echo "ok - $name # SKIP $*" ;;
 	*) failed=$((failed + 1)); echo "not ok - $name"
-	   [ $# -gt 0 ] && printf '#   %s\n' "$@" ;;
+	   recap+=("not ok - $name")
+	   [ $# -gt 0 ] && printf '#   %s\n' "$@"
+	   [ $# -gt 0 ] && recap+=("${@/#/#   }") ;;
 	esac
 }
 
@@ -45,7 +52,8 @@ collect_tap() {
 		while IFS= read -r line; do
 			case "$line" in
 			"not ok "*)
-				failed=$((failed + 1)); echo "not ok - [$label] ${line#not ok }" ;;
+				failed=$((failed + 1)); echo "not ok - [$label] ${line#not ok }"
+				recap+=("not ok - [$label] ${line#not ok }") ;;
 			"ok "*"# SKIP"*|"ok "*"# skip"*)
 				skipped=$((skipped + 1)); echo "ok - [$label] ${line#ok } " ;;
 			"ok "*)
@@ -123,7 +131,7 @@ collect_tap_file() {
 	local line
 	while IFS= read -r line; do
 		case "$line" in
-		"not ok "*) failed=$((failed + 1)); echo "$line" ;;
+		"not ok "*) failed=$((failed + 1)); echo "$line"; recap+=("$line") ;;
 		"ok "*"# SKIP"*) skipped=$((skipped + 1)); echo "$line" ;;
 		"ok "*) passed=$((passed + 1)); echo "$line" ;;
 		"#"*) echo "$line" ;;
@@ -176,6 +184,10 @@ for kver in "${kernels[@]}"; do
 	judge_pair "$kver" "$pair"
 done
 
+if [ ${#recap[@]} -gt 0 ]; then
+	echo "# what failed, again (details above):"
+	printf '%s\n' "${recap[@]}" | head -n 60
+fi
 echo "# total time $(( $(date +%s) - start ))s"
 echo "$passed passed, $failed failed, $skipped skipped"
 [ "$failed" -eq 0 ]

@@ -285,7 +285,17 @@ vm_judge() {
 	0|"") ;;
 	124|137) echo "job timed out: task states are in the console log" >> "$run/problems"
 		 vm_hang_summary "$run/console.log" >> "$run/problems" ;;
-	*) echo "job exited $rc" >> "$run/problems" ;;
+	*) echo "job exited $rc" >> "$run/problems"
+	   # A shell killed by a signal: the kernel may have said why, at
+	   # a level the quiet console leaves out (a user fault, the OOM
+	   # killer); its log was saved when the job was over.
+	   if [ "$rc" -gt 128 ] 2>/dev/null; then
+		echo "job killed by signal $((rc - 128)) ($(kill -l "$((rc - 128))" 2>/dev/null))" \
+			>> "$run/problems"
+		grep -aE 'segfault at|traps:|Killed process|invoked oom-killer|Oops|BUG' \
+			"$run/out/dmesg.log" 2>/dev/null | head -n 5 |
+			sed 's/^/kernel said: /' >> "$run/problems"
+	   fi ;;
 	esac
 	# What kmemleak found once the job was over (selftests/vm/guest-init).
 	if [ -s "$run/out/kmemleak" ]; then
