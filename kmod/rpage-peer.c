@@ -884,6 +884,7 @@ static struct rpage_peer *rpage_peer_alloc(const struct rpage_peer_config *cfg,
 	}
 	kref_init(&peer->ref);
 	strscpy(peer->name, cfg->name, sizeof(peer->name));
+	peer->ops = &rpage_rdma_transport;
 	peer->uaddr = cfg->addr;
 	if (!peer->uaddr.port)
 		peer->uaddr.port = RPAGE_DEFAULT_PORT;

@@ -15,6 +15,7 @@
  *   rpage-pool.c      the pools this host exports
  *   rpage-xfer.c      the data path: one call moves pages to or from a
  *                     peer's pool, and owns every failure policy
+ *   rpage-rdma-xfer.c the RDMA transport's part of it: work requests
  *   rpage-io.c        RPAGE_IOC_READ and RPAGE_IOC_WRITE
  *   rpage-map.c       remote mappings, their mmap and eviction
  *   rpage-fault.c     the fault path, prefetch and read-ahead
@@ -351,6 +352,7 @@ enum rpage_peer_state {
  *	sets established, its rejects outbound attempts the peer refused.
  * @fault_counters: the fault path of every mapping of its pools.
  * @id: the handle userspace names the peer by in reads and writes.
+ * @ops: its transport.
  * @rpools_lock: protects @rpools and each pool's listing.
  * @rpools: the pools the peer exports to us (struct rpage_rpool).
  * @nr_rpools: how many are on @rpools, under @rpools_lock.
@@ -400,6 +402,7 @@ struct rpage_peer {
 	struct rpage_counters counters;
 	struct rpage_fault_counters_pcpu __percpu *fault_counters;
 	u32 id;
+	const struct rpage_transport_ops *ops;
 	spinlock_t rpools_lock;		/* see kernel-doc */
 	struct list_head rpools;
 	u32 nr_rpools;
@@ -457,7 +460,38 @@ struct rpage_xfer_range {
 	unsigned long extent;
 };
 
+struct rpage_xfer;
 struct rpage_xfer_run;
+
+/**
+ * struct rpage_transport_ops - what a transport does for the core
+ * @name: as users name it.
+ * @run_alloc: a run of a transfer on this transport, which embeds a
+ *	struct rpage_xfer_run, with @tail bytes more for the core at
+ *	*@tailp; NULL without memory. The core fills in its part.
+ * @run_free: frees a run (never one the transport set ->leaked on).
+ * @xfer_begin: starts an attempt: takes a channel to the peer, while
+ *	which the peer's pool table stays as it is. 0, -EAGAIN if the peer
+ *	is not connected, or an error a retry cannot fix.
+ * @xfer_move: moves the pages of the run not moved yet (the pools held),
+ *	telling the core of each with rpage_xfer_moved(); 0 once all are.
+ *	A transport failure is -EIO, -ECONNRESET or -ETIMEDOUT (the
+ *	transport has reported the connection lost; the core tries again
+ *	while the loss timeout allows); -EINTR if the caller was killed;
+ *	-EDEADLK if the transport could not get pages back (it set the
+ *	run's ->leaked: the pages and the run are never given back); else
+ *	an error a retry cannot fix.
+ * @xfer_end: ends the attempt: gives the channel back.
+ */
+struct rpage_transport_ops {
+	const char *name;
+	struct rpage_xfer_run *(*run_alloc)(struct rpage_xfer *x, size_t tail,
+					    void **tailp);
+	void (*run_free)(struct rpage_xfer_run *run);
+	int (*xfer_begin)(struct rpage_xfer_run *run);
+	int (*xfer_move)(struct rpage_xfer_run *run);
+	void (*xfer_end)(struct rpage_xfer_run *run);
+};
 
 /**
  * struct rpage_xfer - pages to move to or from a peer's pools
@@ -493,6 +527,28 @@ struct rpage_xfer {
 		     unsigned long nr, int status);
 	void (*slow)(struct rpage_xfer *x);
 	void *priv;
+};
+
+/**
+ * struct rpage_xfer_run - a transfer while it runs: the core's part of
+ *	it, embedded in each transport's own
+ * @ops: the transport.
+ * @x: the caller's description.
+ * @finished: a bit per page moved.
+ * @rpools: the pool of each range, held during an attempt.
+ * @range: the range of the page rpage_xfer_locate() found last.
+ * @range_start: the index of that range's first page.
+ * @leaked: set by the transport when it cannot get pages back: the run
+ *	is never freed.
+ */
+struct rpage_xfer_run {
+	const struct rpage_transport_ops *ops;
+	struct rpage_xfer *x;
+	unsigned long *finished;
+	struct rpage_rpool **rpools;
+	unsigned int range;
+	unsigned long range_start;
+	bool leaked;
 };
 
 /**
@@ -718,6 +774,14 @@ long rpage_ioctl_peer_fault_stats(struct rpage_file *rfile, void __user *argp);
 
 /* rpage-xfer.c */
 int rpage_xfer(struct rpage_xfer *x);
+void rpage_xfer_locate(struct rpage_xfer_run *run, unsigned long g,
+		       const struct rpage_rpool **rpool, u64 *offset);
+void rpage_xfer_moved(struct rpage_xfer_run *run, unsigned long first,
+		      unsigned long nr);
+void rpage_xfer_slow(void *ctx);
+
+/* rpage-rdma-xfer.c */
+extern const struct rpage_transport_ops rpage_rdma_transport;
 
 /* rpage-io.c */
 long rpage_ioctl_read(struct rpage_file *rfile, void __user *argp);

@@ -1,0 +1,508 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * rpage: the RDMA transport's data path - one attempt of a transfer
+ * (rpage-xfer.c) on a queue pair: RDMA READs and WRITEs straight between
+ * the caller's pages and the peer's registered pool memory.
+ *
+ * Pages that follow each other in the caller's array and in a region of
+ * the pool share one RDMA READ or WRITE (up to RPAGE_IO_MAX_SGE pages).
+ * Work requests go on the queue pair of the current CPU, as many per
+ * doorbell as the send queue has room for (or the caller's depth), from
+ * a window of RPAGE_XFER_SLOTS: the memory a transfer needs does not
+ * grow with its pages. The caller's own context polls the completion
+ * queue: busy for up to a millisecond, yielding to anything else
+ * runnable (the device's own work may be what it waits for), then
+ * sleeping between polls.
+ *
+ * An error completion, a flush or no completion for io_timeout_ms
+ * reports the queue pair lost (the peer rebuilds its connections) and
+ * ends the attempt; the core decides whether to try again. If the device
+ * never gives work requests back, even flushed, the pages they point at
+ * stay the device's: they are kept referenced, mapped and untouched
+ * forever, and so is the run.
+ */
+#include "rpage-pri.h"
+#include "rpage-trace.h"
+
+#include <linux/delay.h>
+#include <linux/kmemleak.h>
+#include <linux/mm.h>
+#include <linux/sched/signal.h>
+#include <linux/slab.h>
+
+/* How long the poller busy-polls before it sleeps between polls. */
+#define RPAGE_XFER_SPIN_NS	(1000 * NSEC_PER_USEC)
+/* Completions reaped per poll. */
+#define RPAGE_XFER_BATCH	16
+/* Work requests one transfer has in flight at most. */
+#define RPAGE_XFER_SLOTS	64
+/* A killed task's work requests get this long to complete normally. */
+#define RPAGE_XFER_KILL_GRACE_MS	50
+
+/* Where a work request of a transfer is. */
+enum rpage_rdma_op_state {
+	RPAGE_OP_FREE,
+	RPAGE_OP_POSTED,
+	RPAGE_OP_DONE,
+};
+
+/**
+ * struct rpage_rdma_op - one work request: pages adjacent in the pool
+ * @cqe: completion entry.
+ * @wr: the work request.
+ * @sge: its pages as the device sees them, @wr.wr.num_sge of them.
+ * @run: the transfer it belongs to.
+ * @first: the index of its first page in the transfer's pages.
+ * @posted_ns: when it was posted.
+ * @wc_status: how it completed.
+ * @state: enum rpage_rdma_op_state; DONE is set by whoever polled the
+ *	completion, the rest by the transfer's owner.
+ */
+struct rpage_rdma_op {
+	struct ib_cqe cqe;
+	struct ib_rdma_wr wr;
+	struct ib_sge sge[RPAGE_IO_MAX_SGE];
+	struct rpage_rdma_run *run;
+	unsigned long first;
+	u64 posted_ns;
+	enum ib_wc_status wc_status;
+	int state;
+};
+
+/**
+ * struct rpage_rdma_run - a transfer while it runs over RDMA
+ * @run: what the core keeps of it.
+ * @conn: the queue pair of the current attempt, its users held.
+ * @pending: work requests posted and not completed.
+ * @next: the page to post next.
+ * @err: the first failure of the attempt, 0 if none.
+ * @nr_free: free slots, their indexes in @free.
+ * @free: the stack of free slots.
+ * @nr_slots: slots in @ops.
+ * @ops: the work requests.
+ */
+struct rpage_rdma_run {
+	struct rpage_xfer_run run;
+	struct rpage_conn *conn;
+	atomic_t pending;
+	unsigned long next;
+	int err;
+	unsigned int nr_free;
+	unsigned int free[RPAGE_XFER_SLOTS];
+	unsigned int nr_slots;
+	struct rpage_rdma_op ops[];
+};
+
+static enum dma_data_direction rpage_rdma_dir(bool write)
+{
+	return write ? DMA_TO_DEVICE : DMA_FROM_DEVICE;
+}
+
+/*
+ * A work request completed, in whichever context polled for it: maybe
+ * after its transfer gave up on it (rpage_rdma_abandon()) and its caller,
+ * whose request may have been on its stack, returned. So it touches the
+ * run, which is then never freed, and never the request.
+ */
+static void rpage_rdma_op_done(struct ib_cq *cq, struct ib_wc *wc)
+{
+	struct rpage_rdma_op *op = container_of(wc->wr_cqe, struct rpage_rdma_op,
+						cqe);
+	struct rpage_rdma_run *rr = op->run;
+	struct rpage_conn *conn = rr->conn;
+	bool write = op->wr.wr.opcode == IB_WR_RDMA_WRITE;
+	unsigned int pages = op->wr.wr.num_sge, i;
+	bool failed = wc->status != IB_WC_SUCCESS;
+	u64 ns = ktime_get_ns() - op->posted_ns;
+
+	rpage_counters_io(&conn->peer->counters, write, pages, ns, failed);
+	rpage_counters_io(&conn->dev->counters, write, pages, ns, failed);
+	trace_rpage_io_done(conn->peer->id, conn->cm_id->qp->qp_num, write,
+			    pages, wc->status, ns);
+	for (i = 0; i < pages; i++)
+		ib_dma_unmap_page(conn->dev->ibdev, op->sge[i].addr, PAGE_SIZE,
+				  rpage_rdma_dir(write));
+	if (!failed)
+		rpage_peer_alive(conn->peer);
+	/* In completion order: the first failure of the queue pair speaks. */
+	else
+		rpage_peer_conn_lost(conn, "%s completion: %s (status %d) on queue pair %u",
+				     write ? "WRITE" : "READ",
+				     ib_wc_status_msg(wc->status), wc->status,
+				     conn->index);
+	op->wc_status = wc->status;
+	atomic_inc(&conn->sq_free);
+	/* Pairs with rpage_rdma_reap(): it sees @wc_status once it sees DONE. */
+	smp_store_release(&op->state, RPAGE_OP_DONE);
+	/* The owner may free @run once this reaches zero: touch it last. */
+	atomic_dec(&rr->pending);
+}
+
+/* Where page @g of the transfer is in its pool: address and key. */
+static void rpage_rdma_locate(struct rpage_rdma_run *rr, unsigned long g,
+			      u64 *remote_addr, u32 *rkey)
+{
+	const struct rpage_rpool *rpool;
+	u64 offset, mr;
+
+	rpage_xfer_locate(&rr->run, g, &rpool, &offset);
+	mr = div64_u64(offset, rpool->mr_bytes);
+	*remote_addr = rpool->mrs[mr].iova + offset - mr * rpool->mr_bytes;
+	*rkey = rpool->mrs[mr].rkey;
+}
+
+/* Maps page @g for the device into @sge; false if it cannot be. */
+static bool rpage_rdma_map(struct rpage_rdma_run *rr, unsigned long g,
+			   struct ib_sge *sge)
+{
+	struct ib_device *ibdev = rr->conn->dev->ibdev;
+	u64 dma = ib_dma_map_page(ibdev, rr->run.x->pages[g], 0, PAGE_SIZE,
+				  rpage_rdma_dir(rr->run.x->write));
+
+	if (ib_dma_mapping_error(ibdev, dma))
+		return false;
+	sge->addr = dma;
+	sge->length = PAGE_SIZE;
+	sge->lkey = rr->conn->dev->pd->local_dma_lkey;
+	return true;
+}
+
+/*
+ * Builds, in a free slot, the work request that starts at the first page
+ * not moved yet from @rr->next and takes the pages after it that are
+ * adjacent in the pool too. Returns it, or NULL with *@err set when the
+ * page cannot be mapped.
+ */
+static struct rpage_rdma_op *rpage_rdma_build(struct rpage_rdma_run *rr,
+					      int *err)
+{
+	struct rpage_xfer *x = rr->run.x;
+	unsigned int max_sge = x->write ? rr->conn->max_write_sge :
+					  rr->conn->max_read_sge;
+	unsigned long g = rr->next;
+	struct rpage_rdma_op *op;
+	u64 remote_addr, addr;
+	u32 rkey, key;
+
+	op = &rr->ops[rr->free[rr->nr_free - 1]];
+	memset(&op->wr, 0, sizeof(op->wr));
+	if (!rpage_rdma_map(rr, g, &op->sge[0])) {
+		*err = -ENOMEM;
+		return NULL;
+	}
+	rr->nr_free--;
+	rpage_rdma_locate(rr, g, &remote_addr, &rkey);
+	op->run = rr;
+	op->first = g;
+	op->cqe.done = rpage_rdma_op_done;
+	op->wr.wr.wr_cqe = &op->cqe;
+	op->wr.wr.opcode = x->write ? IB_WR_RDMA_WRITE : IB_WR_RDMA_READ;
+	op->wr.wr.sg_list = op->sge;
+	op->wr.wr.num_sge = 1;
+	op->wr.wr.send_flags = IB_SEND_SIGNALED;
+	op->wr.remote_addr = remote_addr;
+	op->wr.rkey = rkey;
+	for (g++; op->wr.wr.num_sge < max_sge && g < x->nr_pages &&
+	     !test_bit(g, rr->run.finished); g++) {
+		rpage_rdma_locate(rr, g, &addr, &key);
+		if (key != rkey ||
+		    addr != remote_addr + ((u64)op->wr.wr.num_sge << PAGE_SHIFT))
+			break;
+		if (!rpage_rdma_map(rr, g, &op->sge[op->wr.wr.num_sge]))
+			break;
+		op->wr.wr.num_sge++;
+	}
+	rr->next = g;
+	op->state = RPAGE_OP_POSTED;
+	return op;
+}
+
+/* Gives a slot of a work request never posted back, unmapped. */
+static void rpage_rdma_unbuild(struct rpage_rdma_run *rr,
+			       struct rpage_rdma_op *op)
+{
+	unsigned int i;
+
+	for (i = 0; i < op->wr.wr.num_sge; i++)
+		ib_dma_unmap_page(rr->conn->dev->ibdev, op->sge[i].addr,
+				  PAGE_SIZE, rpage_rdma_dir(rr->run.x->write));
+	op->state = RPAGE_OP_FREE;
+	rr->free[rr->nr_free++] = op - rr->ops;
+	rr->next = min(rr->next, op->first);
+}
+
+/*
+ * Posts as many work requests as there are free slots, send queue room
+ * and depth for, with one doorbell. Returns 0, or -ENOMEM, or the error
+ * of a post the queue pair refused.
+ */
+static int rpage_rdma_post(struct rpage_rdma_run *rr)
+{
+	struct rpage_xfer *x = rr->run.x;
+	struct rpage_conn *conn = rr->conn;
+	const struct ib_send_wr *bad = NULL;
+	struct rpage_rdma_op *op, *first = NULL, *last = NULL;
+	unsigned int k = 0;
+	int ret = 0;
+	u64 now;
+
+	while (rr->nr_free) {
+		if (x->depth && atomic_read(&rr->pending) + k >= x->depth)
+			break;
+		rr->next = find_next_zero_bit(rr->run.finished, x->nr_pages,
+					      rr->next);
+		if (rr->next >= x->nr_pages)
+			break;
+		if (atomic_dec_if_positive(&conn->sq_free) < 0)
+			break;
+		op = rpage_rdma_build(rr, &ret);
+		if (!op) {
+			atomic_inc(&conn->sq_free);
+			break;
+		}
+		if (last)
+			last->wr.wr.next = &op->wr.wr;
+		else
+			first = op;
+		last = op;
+		k++;
+	}
+	if (!k)
+		return ret;
+	trace_rpage_io_post(conn->peer->id, conn->cm_id->qp->qp_num, x->write,
+			    first->wr.remote_addr, k);
+	now = ktime_get_ns();
+	for (op = first; op; op = op == last ? NULL :
+	     container_of(op->wr.wr.next, struct rpage_rdma_op, wr.wr))
+		op->posted_ns = now;
+	atomic_add(k, &rr->pending);
+	ret = ib_post_send(conn->cm_id->qp, &first->wr.wr, &bad);
+	if (!ret)
+		return 0;
+	/* What was not posted will not complete: take it back. */
+	for (op = bad ? container_of(bad, struct rpage_rdma_op, wr.wr) : NULL;
+	     op; op = op == last ? NULL :
+	     container_of(op->wr.wr.next, struct rpage_rdma_op, wr.wr)) {
+		rpage_rdma_unbuild(rr, op);
+		atomic_inc(&conn->sq_free);
+		atomic_dec(&rr->pending);
+	}
+	rpage_peer_conn_lost(conn, "posting on queue pair %u failed: %d",
+			     conn->index, ret);
+	return -ECONNRESET;
+}
+
+/*
+ * Settles the work requests that completed: their pages are moved, and
+ * the caller told; or the attempt has failed. Returns how many.
+ */
+static unsigned int rpage_rdma_reap(struct rpage_rdma_run *rr)
+{
+	unsigned int i, n, reaped = 0;
+
+	for (i = 0; i < rr->nr_slots; i++) {
+		struct rpage_rdma_op *op = &rr->ops[i];
+
+		/* Pairs with rpage_rdma_op_done(). */
+		if (smp_load_acquire(&op->state) != RPAGE_OP_DONE)
+			continue;
+		n = op->wr.wr.num_sge;
+		if (op->wc_status == IB_WC_SUCCESS) {
+			rpage_xfer_moved(&rr->run, op->first, n);
+		} else if (!rr->err) {
+			rr->err = op->wc_status == IB_WC_WR_FLUSH_ERR ?
+				   -ECONNRESET : -EIO;
+		}
+		op->state = RPAGE_OP_FREE;
+		rr->free[rr->nr_free++] = i;
+		reaped++;
+	}
+	return reaped;
+}
+
+/*
+ * The device kept work requests even after the flush: their pages stay
+ * its, referenced and mapped, and the run that holds them is never freed.
+ */
+static void rpage_rdma_abandon(struct rpage_rdma_run *rr)
+{
+	unsigned int i, p;
+
+	pr_err("peer %s: %d work requests never completed; their pages are left to the device\n",
+	       rr->conn->peer->name, atomic_read(&rr->pending));
+	for (i = 0; i < rr->nr_slots; i++) {
+		struct rpage_rdma_op *op = &rr->ops[i];
+
+		if (READ_ONCE(op->state) != RPAGE_OP_POSTED)
+			continue;
+		for (p = 0; p < op->wr.wr.num_sge; p++)
+			get_page(rr->run.x->pages[op->first + p]);
+	}
+	rr->run.leaked = true;
+	/* On purpose: what the device may still write to must stay. */
+	kmemleak_not_leak(rr);
+}
+
+/*
+ * Posts and polls until every page of the attempt is moved, or the
+ * attempt failed and nothing of it is left in flight. Returns 0, -EIO or
+ * -ECONNRESET (the queue pair failed), -ETIMEDOUT (no completion for
+ * io_timeout_ms), -EINTR (killed), -ENOMEM, or -EDEADLK (the device
+ * kept work requests).
+ */
+static int rpage_rdma_poll(struct rpage_rdma_run *rr)
+{
+	struct rpage_xfer *x = rr->run.x;
+	struct rpage_conn *conn = rr->conn;
+	unsigned int io_timeout_ms = READ_ONCE(rpage_io_timeout_ms);
+	unsigned long progress = jiffies, flush_deadline = 0;
+	unsigned long kill_deadline = 0;
+	bool stopping = false, timed_out = false, killed = false;
+	u64 idle_since = 0;
+	int ret = 0;
+
+	for (;;) {
+		if (!stopping) {
+			ret = rpage_rdma_post(rr);
+			stopping = ret != 0;
+		}
+		if (!atomic_read(&rr->pending)) {
+			/* Every completion is in: settle them before deciding. */
+			rpage_rdma_reap(rr);
+			if (rr->err)
+				stopping = true;
+			if (stopping || find_first_zero_bit(rr->run.finished,
+							    x->nr_pages) >= x->nr_pages)
+				break;
+			/* Nothing posted: the send queue is full of others' work. */
+			progress = jiffies;
+		}
+		if (ib_process_cq_direct(conn->cq, RPAGE_XFER_BATCH) > 0)
+			idle_since = 0;
+		if (rpage_rdma_reap(rr)) {
+			/* The timeout is for a stall, not for a long transfer. */
+			progress = jiffies;
+			idle_since = 0;
+			if (rr->err)
+				stopping = true;
+			continue;
+		}
+		if (!idle_since)
+			idle_since = ktime_get_ns();
+		if (ktime_get_ns() - idle_since > RPAGE_XFER_SPIN_NS) {
+			rpage_xfer_slow(x);
+			usleep_range(20, 100);
+		} else {
+			cond_resched();
+		}
+
+		if (x->killable && !killed && fatal_signal_pending(current)) {
+			killed = true;
+			stopping = true;
+			kill_deadline = jiffies +
+				msecs_to_jiffies(RPAGE_XFER_KILL_GRACE_MS);
+		}
+		if (flush_deadline) {
+			if (time_after(jiffies, flush_deadline)) {
+				rpage_rdma_abandon(rr);
+				return -EDEADLK;
+			}
+			continue;
+		}
+		if (killed && time_after(jiffies, kill_deadline)) {
+			/* Flushed, they complete at once; the peer reconnects. */
+			rpage_peer_conn_lost(conn, "flushed queue pair %u for a killed task",
+					     conn->index);
+		} else if (time_after(jiffies, progress +
+				      msecs_to_jiffies(io_timeout_ms))) {
+			timed_out = true;
+			stopping = true;
+			rpage_peer_conn_lost(conn, "no completion for %u ms on queue pair %u",
+					     io_timeout_ms, conn->index);
+		} else {
+			continue;
+		}
+		rpage_conn_to_error(conn);
+		flush_deadline = jiffies + msecs_to_jiffies(max(io_timeout_ms, 1000U));
+	}
+	if (killed)
+		return -EINTR;
+	if (timed_out)
+		return -ETIMEDOUT;
+	return rr->err ?: ret;
+}
+
+/*
+ * Takes the queue pair for this CPU and direction, if the peer is
+ * connected (-EAGAIN if not): while it is held, the peer's pool table
+ * stays as it is.
+ */
+static int rpage_rdma_xfer_begin(struct rpage_xfer_run *run)
+{
+	struct rpage_rdma_run *rr = container_of(run, struct rpage_rdma_run, run);
+	struct rpage_conn *conn;
+
+	conn = rpage_peer_use_data_conn(run->x->peer, run->x->write);
+	if (!conn)
+		return -EAGAIN;
+	rr->conn = conn;
+	rr->next = 0;
+	rr->err = 0;
+	/* iWARP wants a registered sink for READ; rpage uses the DMA lkey. */
+	if (rdma_protocol_iwarp(conn->dev->ibdev, conn->cm_id->port_num)) {
+		up_read(&conn->users);
+		return -EOPNOTSUPP;
+	}
+	return 0;
+}
+
+static int rpage_rdma_xfer_move(struct rpage_xfer_run *run)
+{
+	return rpage_rdma_poll(container_of(run, struct rpage_rdma_run, run));
+}
+
+static void rpage_rdma_xfer_end(struct rpage_xfer_run *run)
+{
+	struct rpage_rdma_run *rr = container_of(run, struct rpage_rdma_run, run);
+
+	up_read(&rr->conn->users);
+}
+
+/*
+ * The run of @x, in one allocation (a fault's is a few hundred bytes):
+ * the slots, then the core's @tail bytes (*@tailp).
+ */
+static struct rpage_xfer_run *rpage_rdma_run_alloc(struct rpage_xfer *x,
+						   size_t tail, void **tailp)
+{
+	unsigned int slots = min_t(unsigned long, x->nr_pages, RPAGE_XFER_SLOTS);
+	struct rpage_rdma_run *rr;
+	size_t size;
+	unsigned int i;
+
+	if (x->depth)
+		slots = min(slots, x->depth);
+	size = struct_size(rr, ops, slots);
+	rr = kvzalloc(size + tail, GFP_KERNEL | __GFP_NOWARN);
+	if (!rr)
+		return NULL;
+	*tailp = (void *)rr + size;
+	rr->nr_slots = slots;
+	for (i = 0; i < slots; i++)
+		rr->free[rr->nr_free++] = slots - 1 - i;
+	return &rr->run;
+}
+
+static void rpage_rdma_run_free(struct rpage_xfer_run *run)
+{
+	kvfree(container_of(run, struct rpage_rdma_run, run));
+}
+
+const struct rpage_transport_ops rpage_rdma_transport = {
+	.name		= "rdma",
+	.run_alloc	= rpage_rdma_run_alloc,
+	.run_free	= rpage_rdma_run_free,
+	.xfer_begin	= rpage_rdma_xfer_begin,
+	.xfer_move	= rpage_rdma_xfer_move,
+	.xfer_end	= rpage_rdma_xfer_end,
+};
