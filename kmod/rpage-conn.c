@@ -566,6 +566,25 @@ int rpage_conn_send(struct rpage_conn *conn, const void *msg, u32 len,
 	return ret;
 }
 
+/*
+ * Sends a heartbeat on @conn and says whether the peer took it: a send
+ * that completes means the peer's queue pair is there and has a receive
+ * posted. One that has not completed after RPAGE_HEARTBEAT_MISSES
+ * intervals, or that fails, ends the connection (rpage_conn_send()
+ * reports why: "outbound heartbeat: no completion for 25000 ms").
+ */
+void rpage_conn_heartbeat(struct rpage_conn *conn, const char *what)
+{
+	unsigned int ms = READ_ONCE(rpage_heartbeat_ms);
+	struct rpage_msg_heartbeat hb = {
+		.hdr.type = cpu_to_le16(RPAGE_MSG_HEARTBEAT),
+		.hdr.length = cpu_to_le32(sizeof(hb)),
+		.seq = cpu_to_le64(++conn->hb_seq),
+	};
+
+	rpage_conn_send(conn, &hb, sizeof(hb), ms * RPAGE_HEARTBEAT_MISSES, what);
+}
+
 static void rpage_out_conn_attempt_done(struct rpage_out_conn *oc, int error,
 					int event)
 {

@@ -5,8 +5,12 @@
  * heartbeats that notice a peer gone silent, and the bookkeeping of the
  * connections each peer opens to us.
  *
- * A peer is connected once every outbound queue pair is up and the peer
- * has sent its pool table. When a connection is lost (an rdma_cm event,
+ * How a peer's channels come up and go down is its transport's
+ * (peer->ops; RDMA's queue pairs are in rpage-rdma-peer.c): the state
+ * machine, backoff, loss timeout and heartbeat schedule here are every
+ * transport's. A peer is connected once its transport's channels are up
+ * (for RDMA, every outbound queue pair) and the peer has sent its pool
+ * table. When a connection is lost (an rdma_cm event,
  * a failed transfer, a missed heartbeat) the peer goes to reconnecting:
  * the connect work tears the set down at once, so that whatever is in
  * flight is flushed, and connects again after a backoff. Transfers wait
@@ -23,7 +27,6 @@
 #include <linux/slab.h>
 #include <linux/uaccess.h>
 
-#define RPAGE_MAX_QPS_PER_PEER	16
 /* A connection set that lived this long was fine: the backoff restarts. */
 #define RPAGE_STABLE_MS		10000
 /* The backoff grows to this many reconnect delays at most. */
@@ -137,11 +140,6 @@ static bool rpage_peer_set_state(struct rpage_peer *peer,
 	return ret;
 }
 
-static enum rpage_peer_state rpage_peer_state(struct rpage_peer *peer)
-{
-	return READ_ONCE(peer->state);
-}
-
 /* @peer is being deleted: nothing new may keep it. */
 bool rpage_peer_deleted(struct rpage_peer *peer)
 {
@@ -201,7 +199,7 @@ static void rpage_peer_release(struct kref *ref)
 	mutex_destroy(&peer->lock);
 	mutex_destroy(&peer->inbound_lock);
 	rpage_counters_free(&peer->counters);
-	kfree(peer->conns);
+	peer->ops->peer_free(peer);
 	/* A fault of a mapping just detached may still be counting. */
 	call_rcu(&peer->rcu, rpage_peer_free_rcu);
 }
@@ -212,23 +210,13 @@ void rpage_peer_put(struct rpage_peer *peer)
 }
 
 /*
- * Takes the outbound set down. What is in flight on any of its queue
- * pairs is flushed first, all at once, then each is destroyed once its
- * posters are done with it; the pool table goes with the set.
+ * Takes the peer's channels down (what is in flight on them is flushed
+ * first); the pool table goes with them.
  */
 static void rpage_peer_teardown_outbound(struct rpage_peer *peer)
 {
-	unsigned int i;
-
 	lockdep_assert_held(&peer->lock);
-	for (i = 0; i < peer->nr_conns; i++) {
-		struct rpage_conn *conn = &peer->conns[i].c;
-
-		rpage_conn_set_state(conn, RPAGE_CONN_CLOSED);
-		rpage_conn_to_error(conn);
-	}
-	for (i = 0; i < peer->nr_conns; i++)
-		rpage_conn_destroy(&peer->conns[i].c);
+	peer->ops->close(peer);
 	rpage_rpools_clear(peer);
 }
 
@@ -277,55 +265,12 @@ void rpage_peer_conn_lost(struct rpage_conn *conn, const char *fmt, ...)
 		mod_delayed_work(rpage_wq, &peer->connect_work, 0);
 }
 
-/* Words for how connecting queue pair @oc failed with @err. */
-static void rpage_peer_attempt_cause(struct rpage_out_conn *oc, int err,
-				     char *buf, size_t len)
-{
-	if (oc->reject_reason != RPAGE_REJECT_NONE)
-		snprintf(buf, len, "connecting queue pair %u: refused: %s",
-			 oc->c.index, rpage_reject_name(oc->reject_reason));
-	else if (oc->event >= 0)
-		snprintf(buf, len, "connecting queue pair %u: %s (%d)",
-			 oc->c.index, rdma_event_msg(oc->event), err);
-	else
-		snprintf(buf, len, "connecting queue pair %u: error %d",
-			 oc->c.index, err);
-}
-
-/* Connects every queue pair of the set and waits for the pool table. */
-static int rpage_peer_connect_set(struct rpage_peer *peer, u32 *reason,
-				  char *cause, size_t len)
-{
-	unsigned int i;
-	int ret;
-
-	reinit_completion(&peer->synced);
-	for (i = 0; i < peer->nr_conns; i++) {
-		ret = rpage_out_conn_connect(&peer->conns[i]);
-		if (ret) {
-			*reason = peer->conns[i].reject_reason;
-			rpage_peer_attempt_cause(&peer->conns[i], ret, cause, len);
-			return ret;
-		}
-	}
-	/* Until its pool table is here, a transfer would find no pool. */
-	if (!wait_for_completion_timeout(&peer->synced,
-					 msecs_to_jiffies(rpage_connect_timeout_ms))) {
-		snprintf(cause, len, "no pool table from the peer within %u ms",
-			 rpage_connect_timeout_ms);
-		return -ETIMEDOUT;
-	}
-	return 0;
-}
-
 static void rpage_peer_connect_work(struct work_struct *work)
 {
 	struct rpage_peer *peer = container_of(to_delayed_work(work),
 					       struct rpage_peer, connect_work);
 	char cause[RPAGE_CAUSE_MAX];
 	u32 reason = RPAGE_REJECT_NONE;
-	bool up = true;
-	unsigned int i;
 	long wait;
 	int ret;
 
@@ -346,16 +291,12 @@ static void rpage_peer_connect_work(struct work_struct *work)
 		goto out;
 	}
 
-	ret = rpage_peer_connect_set(peer, &reason, cause, sizeof(cause));
+	ret = peer->ops->connect(peer, &reason, cause, sizeof(cause));
 	spin_lock(&peer->state_lock);
-	if (!ret) {
-		/* A queue pair lost since it connected fails the attempt. */
-		for (i = 0; i < peer->nr_conns; i++)
-			up &= peer->conns[i].c.state == RPAGE_CONN_CONNECTED;
-		if (!up) {
-			ret = -ECONNRESET;
-			strscpy(cause, peer->cause, sizeof(cause));
-		}
+	/* A channel lost since it connected fails the attempt. */
+	if (!ret && !peer->ops->connected(peer)) {
+		ret = -ECONNRESET;
+		strscpy(cause, peer->cause, sizeof(cause));
 	}
 	peer->last_error = ret < 0 ? -ret : 0;
 	if (reason != RPAGE_REJECT_NONE)
@@ -450,64 +391,12 @@ int rpage_peer_wait_connected(struct rpage_peer *peer, bool killable,
 }
 
 /*
- * The outbound queue pair @index (modulo the set) of a connected @peer,
- * with its users held for reading: it stays until rpage_conn_unuse().
- * NULL if the peer or that queue pair is not connected.
- */
-struct rpage_conn *rpage_peer_use_conn(struct rpage_peer *peer,
-				       unsigned int index)
-{
-	struct rpage_conn *conn = &peer->conns[index % peer->nr_conns].c;
-
-	down_read(&conn->users);
-	/* Teardown marks it closed before it waits for its users. */
-	if (rpage_peer_state(peer) != RPAGE_PEER_STATE_CONNECTED ||
-	    READ_ONCE(conn->state) != RPAGE_CONN_CONNECTED) {
-		up_read(&conn->users);
-		return NULL;
-	}
-	return conn;
-}
-
-/*
- * The queue pair a transfer uses, with its users held as by
- * rpage_peer_use_conn(). READs go to queue pairs 1 and up, spread by CPU;
- * WRITEs share the first with the control messages and heartbeats, so
- * that a queue pair that carries READs is never sent an acknowledgment.
- * RC requires a requester to ignore an ACK for a request it already saw
- * acknowledged, but rxe in 6.12 takes one that arrives between two
- * packets of a READ response (a lost ACK retransmitted, or reordered) as
- * the end of that response: it completes the READ as successful with
- * part of its data missing. A READ-only queue pair is only ever answered
- * with READ responses and with NAKs it cannot have seen before.
- */
-struct rpage_conn *rpage_peer_use_data_conn(struct rpage_peer *peer,
-					    bool write)
-{
-	unsigned int cpu = raw_smp_processor_id();
-
-	if (write || peer->nr_conns < 2)
-		return rpage_peer_use_conn(peer, 0);
-	return rpage_peer_use_conn(peer, 1 + cpu % (peer->nr_conns - 1));
-}
-
-/*
- * Sends a control message to @peer as a reader (on the first outbound
- * queue pair, where the exporter listens for them). A failed send means
- * the queue pair is broken: the peer reconnects.
+ * Sends a control message to @peer as its reader; a failed send means
+ * the channel is broken, and the peer reconnects.
  */
 int rpage_peer_send_ctl(struct rpage_peer *peer, const void *msg, u32 len)
 {
-	struct rpage_conn *conn;
-	int ret;
-
-	conn = rpage_peer_use_conn(peer, 0);
-	if (!conn)
-		return -ENOTCONN;
-	ret = rpage_conn_send(conn, msg, len, rpage_io_timeout_ms,
-			      "control message SEND");
-	up_read(&conn->users);
-	return ret;
+	return peer->ops->send_ctl(peer, msg, len);
 }
 
 /* The heartbeat interval now; a disabled heartbeat checks back later. */
@@ -518,39 +407,14 @@ static unsigned long rpage_heartbeat_interval(void)
 	return msecs_to_jiffies(ms ? ms : 1000);
 }
 
-/*
- * Sends a heartbeat on @conn and says whether the peer took it: a send
- * that completes means the peer's queue pair is there and has a receive
- * posted. One that has not completed after RPAGE_HEARTBEAT_MISSES
- * intervals, or that fails, ends the connection (rpage_conn_send()
- * reports why: "outbound heartbeat: no completion for 25000 ms").
- */
-static void rpage_heartbeat_send(struct rpage_conn *conn, const char *what)
-{
-	unsigned int ms = READ_ONCE(rpage_heartbeat_ms);
-	struct rpage_msg_heartbeat hb = {
-		.hdr.type = cpu_to_le16(RPAGE_MSG_HEARTBEAT),
-		.hdr.length = cpu_to_le32(sizeof(hb)),
-		.seq = cpu_to_le64(++conn->hb_seq),
-	};
-
-	rpage_conn_send(conn, &hb, sizeof(hb), ms * RPAGE_HEARTBEAT_MISSES, what);
-}
-
-/* Heartbeats to a peer we read from, on the first outbound queue pair. */
+/* Heartbeats to a peer we read from, on its transport's channel. */
 static void rpage_peer_hb_work(struct work_struct *work)
 {
 	struct rpage_peer *peer = container_of(to_delayed_work(work),
 					       struct rpage_peer, hb_work);
-	struct rpage_conn *conn;
 
-	if (READ_ONCE(rpage_heartbeat_ms)) {
-		conn = rpage_peer_use_conn(peer, 0);
-		if (conn) {
-			rpage_heartbeat_send(conn, "outbound heartbeat");
-			up_read(&conn->users);
-		}
-	}
+	if (READ_ONCE(rpage_heartbeat_ms) && peer->ops->heartbeat)
+		peer->ops->heartbeat(peer);
 	if (rpage_peer_state(peer) != RPAGE_PEER_STATE_DELETING)
 		mod_delayed_work(rpage_wq, &peer->hb_work,
 				 rpage_heartbeat_interval());
@@ -586,7 +450,7 @@ static void rpage_peer_hb_in_work(struct work_struct *work)
 		}
 		mutex_unlock(&peer->inbound_lock);
 		if (found) {
-			rpage_heartbeat_send(&found->c, "inbound heartbeat");
+			rpage_conn_heartbeat(&found->c, "inbound heartbeat");
 			up_read(&found->c.users);
 		}
 	}
@@ -855,36 +719,25 @@ struct rpage_in_conn **rpage_channels_collect(unsigned int *nr, bool synced)
 
 /* Configuration. */
 
-static unsigned int rpage_peer_nr_qps(void)
-{
-	/* One for control and WRITEs, then one for READs per CPU. */
-	unsigned int n = rpage_qps_per_peer ? rpage_qps_per_peer :
-			 num_online_cpus() + 1;
-
-	return clamp(n, 2U, (unsigned int)RPAGE_MAX_QPS_PER_PEER);
-}
-
 static struct rpage_peer *rpage_peer_alloc(const struct rpage_peer_config *cfg,
 					   const struct sockaddr_storage *addr)
 {
 	struct rpage_peer *peer;
-	unsigned int i;
 
 	peer = kzalloc(sizeof(*peer), GFP_KERNEL);
 	if (!peer)
 		return NULL;
-	peer->nr_conns = rpage_peer_nr_qps();
-	peer->conns = kcalloc(peer->nr_conns, sizeof(*peer->conns), GFP_KERNEL);
-	if (!peer->conns || rpage_counters_init(&peer->counters) ||
-	    rpage_fault_counters_init(&peer->fault_counters)) {
+	peer->ops = &rpage_rdma_transport;
+	if (rpage_counters_init(&peer->counters) ||
+	    rpage_fault_counters_init(&peer->fault_counters) ||
+	    peer->ops->peer_init(peer)) {
+		rpage_fault_counters_free(&peer->fault_counters);
 		rpage_counters_free(&peer->counters);
-		kfree(peer->conns);
 		kfree(peer);
 		return NULL;
 	}
 	kref_init(&peer->ref);
 	strscpy(peer->name, cfg->name, sizeof(peer->name));
-	peer->ops = &rpage_rdma_transport;
 	peer->uaddr = cfg->addr;
 	if (!peer->uaddr.port)
 		peer->uaddr.port = RPAGE_DEFAULT_PORT;
@@ -908,10 +761,6 @@ static struct rpage_peer *rpage_peer_alloc(const struct rpage_peer_config *cfg,
 	peer->id = atomic_inc_return(&rpage_next_peer_id);
 	spin_lock_init(&peer->rpools_lock);
 	INIT_LIST_HEAD(&peer->rpools);
-	for (i = 0; i < peer->nr_conns; i++) {
-		rpage_conn_init(&peer->conns[i].c, peer, false, i);
-		init_completion(&peer->conns[i].done);
-	}
 	return peer;
 }
 

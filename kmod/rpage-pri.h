@@ -466,6 +466,22 @@ struct rpage_xfer_run;
 /**
  * struct rpage_transport_ops - what a transport does for the core
  * @name: as users name it.
+ * @peer_init: sets up a peer being added (its channels, not connected).
+ *	0 or -ENOMEM.
+ * @peer_free: frees what @peer_init set up.
+ * @connect: under the peer's lock, brings the peer's channels up and
+ *	gets its pool table: 0 once it may carry transfers; else an errno,
+ *	with @cause in words and, if the peer refused, *@reason
+ *	(RPAGE_REJECT_*).
+ * @connected: under the peer's state lock, after @connect: whether every
+ *	channel is still up (one lost meanwhile fails the attempt).
+ * @close: under the peer's lock, takes the channels down, what is in
+ *	flight on them flushed first; the core then clears the pool table.
+ * @heartbeat: if set, sends one heartbeat to a connected peer; a channel
+ *	that does not take it is reported lost.
+ * @send_ctl: sends a control message to the peer as its reader: 0 once
+ *	the peer holds it, -ENOTCONN if not connected, or the transport's
+ *	error (the channel is then reported lost).
  * @run_alloc: a run of a transfer on this transport, which embeds a
  *	struct rpage_xfer_run, with @tail bytes more for the core at
  *	*@tailp; NULL without memory. The core fills in its part.
@@ -485,6 +501,14 @@ struct rpage_xfer_run;
  */
 struct rpage_transport_ops {
 	const char *name;
+	int (*peer_init)(struct rpage_peer *peer);
+	void (*peer_free)(struct rpage_peer *peer);
+	int (*connect)(struct rpage_peer *peer, u32 *reason, char *cause,
+		       size_t len);
+	bool (*connected)(struct rpage_peer *peer);
+	void (*close)(struct rpage_peer *peer);
+	void (*heartbeat)(struct rpage_peer *peer);
+	int (*send_ctl)(struct rpage_peer *peer, const void *msg, u32 len);
 	struct rpage_xfer_run *(*run_alloc)(struct rpage_xfer *x, size_t tail,
 					    void **tailp);
 	void (*run_free)(struct rpage_xfer_run *run);
@@ -675,6 +699,7 @@ int rpage_conn_post_wait(struct rpage_conn *conn, struct ib_send_wr *wr,
 			 unsigned int timeout_ms, const char *what);
 int rpage_conn_send(struct rpage_conn *conn, const void *msg, u32 len,
 		    unsigned int timeout_ms, const char *what);
+void rpage_conn_heartbeat(struct rpage_conn *conn, const char *what);
 int rpage_out_conn_connect(struct rpage_out_conn *oc);
 void rpage_hello_init(struct rpage_hello *hello, u16 qp_index, u16 nr_qps);
 u32 rpage_hello_check(const void *data, u8 len, struct rpage_hello *hello);
@@ -699,14 +724,16 @@ static inline void rpage_peer_alive(struct rpage_peer *peer)
 		WRITE_ONCE(peer->last_alive, now);
 }
 
+/* @peer's state now, unlocked: it may change at once. */
+static inline enum rpage_peer_state rpage_peer_state(struct rpage_peer *peer)
+{
+	return READ_ONCE(peer->state);
+}
+
 void rpage_peer_synced(struct rpage_peer *peer);
 int rpage_peer_wait_connected(struct rpage_peer *peer, bool killable,
 			      unsigned long failed_since,
 			      void (*before_wait)(void *ctx), void *ctx);
-struct rpage_conn *rpage_peer_use_conn(struct rpage_peer *peer,
-				       unsigned int index);
-struct rpage_conn *rpage_peer_use_data_conn(struct rpage_peer *peer,
-					    bool write);
 int rpage_peer_send_ctl(struct rpage_peer *peer, const void *msg, u32 len);
 bool rpage_peer_inbound_room(struct rpage_peer *peer, u16 index);
 int rpage_peer_inbound_add(struct rpage_peer *peer, struct rpage_in_conn *in);
@@ -780,8 +807,20 @@ void rpage_xfer_moved(struct rpage_xfer_run *run, unsigned long first,
 		      unsigned long nr);
 void rpage_xfer_slow(void *ctx);
 
-/* rpage-rdma-xfer.c */
+/* rpage-rdma-peer.c */
 extern const struct rpage_transport_ops rpage_rdma_transport;
+struct rpage_conn *rpage_peer_use_conn(struct rpage_peer *peer,
+				       unsigned int index);
+struct rpage_conn *rpage_peer_use_data_conn(struct rpage_peer *peer,
+					    bool write);
+
+/* rpage-rdma-xfer.c */
+struct rpage_xfer_run *rpage_rdma_run_alloc(struct rpage_xfer *x, size_t tail,
+					    void **tailp);
+void rpage_rdma_run_free(struct rpage_xfer_run *run);
+int rpage_rdma_xfer_begin(struct rpage_xfer_run *run);
+int rpage_rdma_xfer_move(struct rpage_xfer_run *run);
+void rpage_rdma_xfer_end(struct rpage_xfer_run *run);
 
 /* rpage-io.c */
 long rpage_ioctl_read(struct rpage_file *rfile, void __user *argp);

@@ -437,7 +437,7 @@ static int rpage_rdma_poll(struct rpage_rdma_run *rr)
  * connected (-EAGAIN if not): while it is held, the peer's pool table
  * stays as it is.
  */
-static int rpage_rdma_xfer_begin(struct rpage_xfer_run *run)
+int rpage_rdma_xfer_begin(struct rpage_xfer_run *run)
 {
 	struct rpage_rdma_run *rr = container_of(run, struct rpage_rdma_run, run);
 	struct rpage_conn *conn;
@@ -456,12 +456,12 @@ static int rpage_rdma_xfer_begin(struct rpage_xfer_run *run)
 	return 0;
 }
 
-static int rpage_rdma_xfer_move(struct rpage_xfer_run *run)
+int rpage_rdma_xfer_move(struct rpage_xfer_run *run)
 {
 	return rpage_rdma_poll(container_of(run, struct rpage_rdma_run, run));
 }
 
-static void rpage_rdma_xfer_end(struct rpage_xfer_run *run)
+void rpage_rdma_xfer_end(struct rpage_xfer_run *run)
 {
 	struct rpage_rdma_run *rr = container_of(run, struct rpage_rdma_run, run);
 
@@ -472,8 +472,8 @@ static void rpage_rdma_xfer_end(struct rpage_xfer_run *run)
  * The run of @x, in one allocation (a fault's is a few hundred bytes):
  * the slots, then the core's @tail bytes (*@tailp).
  */
-static struct rpage_xfer_run *rpage_rdma_run_alloc(struct rpage_xfer *x,
-						   size_t tail, void **tailp)
+struct rpage_xfer_run *rpage_rdma_run_alloc(struct rpage_xfer *x, size_t tail,
+					    void **tailp)
 {
 	unsigned int slots = min_t(unsigned long, x->nr_pages, RPAGE_XFER_SLOTS);
 	struct rpage_rdma_run *rr;
@@ -493,16 +493,7 @@ static struct rpage_xfer_run *rpage_rdma_run_alloc(struct rpage_xfer *x,
 	return &rr->run;
 }
 
-static void rpage_rdma_run_free(struct rpage_xfer_run *run)
+void rpage_rdma_run_free(struct rpage_xfer_run *run)
 {
 	kvfree(container_of(run, struct rpage_rdma_run, run));
 }
-
-const struct rpage_transport_ops rpage_rdma_transport = {
-	.name		= "rdma",
-	.run_alloc	= rpage_rdma_run_alloc,
-	.run_free	= rpage_rdma_run_free,
-	.xfer_begin	= rpage_rdma_xfer_begin,
-	.xfer_move	= rpage_rdma_xfer_move,
-	.xfer_end	= rpage_rdma_xfer_end,
-};

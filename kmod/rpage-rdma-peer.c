@@ -1,0 +1,204 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * rpage: RDMA as a transport - a peer's connection set, the outbound
+ * queue pairs this host opens to a peer it reads from: brought up and
+ * taken down for the core's state machine (rpage-peer.c), heartbeats and
+ * control messages sent on them, and the ops table that makes RDMA a
+ * transport (its transfers are in rpage-rdma-xfer.c).
+ */
+#include "rpage-pri.h"
+
+#include <linux/slab.h>
+
+#define RPAGE_MAX_QPS_PER_PEER	16
+
+static unsigned int rpage_peer_nr_qps(void)
+{
+	/* One for control and WRITEs, then one for READs per CPU. */
+	unsigned int n = rpage_qps_per_peer ? rpage_qps_per_peer :
+			 num_online_cpus() + 1;
+
+	return clamp(n, 2U, (unsigned int)RPAGE_MAX_QPS_PER_PEER);
+}
+
+/* The queue pairs of a peer being added. */
+static int rpage_rdma_peer_init(struct rpage_peer *peer)
+{
+	unsigned int i;
+
+	peer->nr_conns = rpage_peer_nr_qps();
+	peer->conns = kcalloc(peer->nr_conns, sizeof(*peer->conns), GFP_KERNEL);
+	if (!peer->conns)
+		return -ENOMEM;
+	for (i = 0; i < peer->nr_conns; i++) {
+		rpage_conn_init(&peer->conns[i].c, peer, false, i);
+		init_completion(&peer->conns[i].done);
+	}
+	return 0;
+}
+
+static void rpage_rdma_peer_free(struct rpage_peer *peer)
+{
+	kfree(peer->conns);
+}
+
+/* Words for how connecting queue pair @oc failed with @err. */
+static void rpage_rdma_attempt_cause(struct rpage_out_conn *oc, int err,
+				     char *buf, size_t len)
+{
+	if (oc->reject_reason != RPAGE_REJECT_NONE)
+		snprintf(buf, len, "connecting queue pair %u: refused: %s",
+			 oc->c.index, rpage_reject_name(oc->reject_reason));
+	else if (oc->event >= 0)
+		snprintf(buf, len, "connecting queue pair %u: %s (%d)",
+			 oc->c.index, rdma_event_msg(oc->event), err);
+	else
+		snprintf(buf, len, "connecting queue pair %u: error %d",
+			 oc->c.index, err);
+}
+
+/* Connects every queue pair of the set and waits for the pool table. */
+static int rpage_rdma_connect(struct rpage_peer *peer, u32 *reason,
+			      char *cause, size_t len)
+{
+	unsigned int i;
+	int ret;
+
+	reinit_completion(&peer->synced);
+	for (i = 0; i < peer->nr_conns; i++) {
+		ret = rpage_out_conn_connect(&peer->conns[i]);
+		if (ret) {
+			*reason = peer->conns[i].reject_reason;
+			rpage_rdma_attempt_cause(&peer->conns[i], ret, cause, len);
+			return ret;
+		}
+	}
+	/* Until its pool table is here, a transfer would find no pool. */
+	if (!wait_for_completion_timeout(&peer->synced,
+					 msecs_to_jiffies(rpage_connect_timeout_ms))) {
+		snprintf(cause, len, "no pool table from the peer within %u ms",
+			 rpage_connect_timeout_ms);
+		return -ETIMEDOUT;
+	}
+	return 0;
+}
+
+/* Under the peer's state lock: every queue pair of the set is still up. */
+static bool rpage_rdma_connected(struct rpage_peer *peer)
+{
+	unsigned int i;
+
+	lockdep_assert_held(&peer->state_lock);
+	for (i = 0; i < peer->nr_conns; i++)
+		if (peer->conns[i].c.state != RPAGE_CONN_CONNECTED)
+			return false;
+	return true;
+}
+
+/*
+ * Takes the set down. What is in flight on any of its queue pairs is
+ * flushed first, all at once, then each is destroyed once its posters
+ * are done with it.
+ */
+static void rpage_rdma_close(struct rpage_peer *peer)
+{
+	unsigned int i;
+
+	lockdep_assert_held(&peer->lock);
+	for (i = 0; i < peer->nr_conns; i++) {
+		struct rpage_conn *conn = &peer->conns[i].c;
+
+		rpage_conn_set_state(conn, RPAGE_CONN_CLOSED);
+		rpage_conn_to_error(conn);
+	}
+	for (i = 0; i < peer->nr_conns; i++)
+		rpage_conn_destroy(&peer->conns[i].c);
+}
+
+/*
+ * The outbound queue pair @index (modulo the set) of a connected @peer,
+ * with its users held for reading: it stays until rpage_conn_unuse().
+ * NULL if the peer or that queue pair is not connected.
+ */
+struct rpage_conn *rpage_peer_use_conn(struct rpage_peer *peer,
+				       unsigned int index)
+{
+	struct rpage_conn *conn = &peer->conns[index % peer->nr_conns].c;
+
+	down_read(&conn->users);
+	/* Teardown marks it closed before it waits for its users. */
+	if (rpage_peer_state(peer) != RPAGE_PEER_STATE_CONNECTED ||
+	    READ_ONCE(conn->state) != RPAGE_CONN_CONNECTED) {
+		up_read(&conn->users);
+		return NULL;
+	}
+	return conn;
+}
+
+/*
+ * The queue pair a transfer uses, with its users held as by
+ * rpage_peer_use_conn(). READs go to queue pairs 1 and up, spread by CPU;
+ * WRITEs share the first with the control messages and heartbeats, so
+ * that a queue pair that carries READs is never sent an acknowledgment.
+ * RC requires a requester to ignore an ACK for a request it already saw
+ * acknowledged, but rxe in 6.12 takes one that arrives between two
+ * packets of a READ response (a lost ACK retransmitted, or reordered) as
+ * the end of that response: it completes the READ as successful with
+ * part of its data missing. A READ-only queue pair is only ever answered
+ * with READ responses and with NAKs it cannot have seen before.
+ */
+struct rpage_conn *rpage_peer_use_data_conn(struct rpage_peer *peer,
+					    bool write)
+{
+	unsigned int cpu = raw_smp_processor_id();
+
+	if (write || peer->nr_conns < 2)
+		return rpage_peer_use_conn(peer, 0);
+	return rpage_peer_use_conn(peer, 1 + cpu % (peer->nr_conns - 1));
+}
+
+/*
+ * Sends a control message to @peer as a reader (on the first outbound
+ * queue pair, where the exporter listens for them). A failed send means
+ * the queue pair is broken: the peer reconnects.
+ */
+static int rpage_rdma_send_ctl(struct rpage_peer *peer, const void *msg, u32 len)
+{
+	struct rpage_conn *conn;
+	int ret;
+
+	conn = rpage_peer_use_conn(peer, 0);
+	if (!conn)
+		return -ENOTCONN;
+	ret = rpage_conn_send(conn, msg, len, rpage_io_timeout_ms,
+			      "control message SEND");
+	up_read(&conn->users);
+	return ret;
+}
+
+/* A heartbeat to a peer we read from, on the first queue pair. */
+static void rpage_rdma_heartbeat(struct rpage_peer *peer)
+{
+	struct rpage_conn *conn = rpage_peer_use_conn(peer, 0);
+
+	if (conn) {
+		rpage_conn_heartbeat(conn, "outbound heartbeat");
+		up_read(&conn->users);
+	}
+}
+
+const struct rpage_transport_ops rpage_rdma_transport = {
+	.name		= "rdma",
+	.peer_init	= rpage_rdma_peer_init,
+	.peer_free	= rpage_rdma_peer_free,
+	.connect	= rpage_rdma_connect,
+	.connected	= rpage_rdma_connected,
+	.close		= rpage_rdma_close,
+	.heartbeat	= rpage_rdma_heartbeat,
+	.send_ctl	= rpage_rdma_send_ctl,
+	.run_alloc	= rpage_rdma_run_alloc,
+	.run_free	= rpage_rdma_run_free,
+	.xfer_begin	= rpage_rdma_xfer_begin,
+	.xfer_move	= rpage_rdma_xfer_move,
+	.xfer_end	= rpage_rdma_xfer_end,
+};
