@@ -431,8 +431,7 @@ static bool rpage_ctl_wait_for(struct rpage_conn *conn,
 	unsigned long deadline = jiffies + msecs_to_jiffies(timeout_ms);
 
 	if (conn->inbound)
-		return wait_for_completion_timeout(&wait->done,
-						   msecs_to_jiffies(timeout_ms));
+		return rpage_wait_done(&wait->done, msecs_to_jiffies(timeout_ms));
 	while (!completion_done(&wait->done)) {
 		if (ib_process_cq_direct(conn->cq, RPAGE_CONN_POLL_BATCH) > 0)
 			continue;
@@ -764,7 +763,7 @@ int rpage_out_conn_connect(struct rpage_out_conn *oc)
 		return ret;
 	/* Address, route and connect each have that timeout; allow all. */
 	timeout = msecs_to_jiffies(3 * rpage_connect_timeout_ms);
-	if (!wait_for_completion_timeout(&oc->done, timeout))
+	if (!rpage_wait_done(&oc->done, timeout))
 		return -ETIMEDOUT;
 	return oc->error;
 }

@@ -273,6 +273,29 @@ bool rpage_sockaddr_same_host(const struct sockaddr *a, const struct sockaddr *b
 	return false;
 }
 
+/*
+ * wait_for_completion_timeout() for a wait on a peer, which the module's
+ * parameters let last up to an hour: slept in slices of a second, so
+ * that the task, which wakes between them, is not reported as hung (and
+ * a host with hung_task_panic set is not brought down) while it waits
+ * as long as it was told to. Returns what wait_for_completion_timeout()
+ * would: 0 if @done did not complete in @timeout, else jiffies left.
+ */
+unsigned long rpage_wait_done(struct completion *done, unsigned long timeout)
+{
+	unsigned long slice, left;
+
+	for (;;) {
+		slice = min_t(unsigned long, timeout, HZ);
+		left = wait_for_completion_timeout(done, slice);
+		if (left)
+			return timeout - slice + left;
+		timeout -= slice;
+		if (!timeout)
+			return 0;
+	}
+}
+
 static int rpage_open(struct inode *inode, struct file *file)
 {
 	struct rpage_file *rfile;

@@ -384,8 +384,10 @@ int rpage_peer_wait_connected(struct rpage_peer *peer, bool killable,
 			if (left < 0)
 				return -EINTR;
 		} else {
-			wait_event_timeout(peer->wait,
-					   READ_ONCE(peer->events) != seen, left);
+			/* Up to a day (the loss timeout): idle, not hung. */
+			wait_event_idle_timeout(peer->wait,
+						READ_ONCE(peer->events) != seen,
+						left);
 		}
 	}
 }

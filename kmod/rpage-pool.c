@@ -700,8 +700,8 @@ static void rpage_pool_finish(struct rpage_pool *pool,
 	struct rpage_pool_reg *reg, *tmp;
 	LIST_HEAD(regs);
 
-	if (w->nr && !wait_for_completion_timeout(&w->done,
-						  msecs_to_jiffies(rpage_io_timeout_ms)))
+	if (w->nr && !rpage_wait_done(&w->done,
+				      msecs_to_jiffies(rpage_io_timeout_ms)))
 		pr_warn("pool %llu: not every reader acknowledged its withdrawal\n",
 			pool->id);
 	spin_lock_bh(&rpage_withdrawals_lock);

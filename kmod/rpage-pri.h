@@ -676,6 +676,7 @@ int rpage_addr_to_sockaddr(const struct rpage_addr *uaddr,
 bool rpage_sockaddr_same_host(const struct sockaddr *a, const struct sockaddr *b);
 u16 rpage_sockaddr_port(const struct sockaddr *sa);
 bool rpage_name_valid(const char *name);
+unsigned long rpage_wait_done(struct completion *done, unsigned long timeout);
 
 /* rpage-ibdev.c */
 int rpage_ibdev_init(void);

@@ -74,8 +74,8 @@ static int rpage_rdma_connect(struct rpage_peer *peer, u32 *reason,
 		}
 	}
 	/* Until its pool table is here, a transfer would find no pool. */
-	if (!wait_for_completion_timeout(&peer->synced,
-					 msecs_to_jiffies(rpage_connect_timeout_ms))) {
+	if (!rpage_wait_done(&peer->synced,
+			     msecs_to_jiffies(rpage_connect_timeout_ms))) {
 		snprintf(cause, len, "no pool table from the peer within %u ms",
 			 rpage_connect_timeout_ms);
 		return -ETIMEDOUT;
