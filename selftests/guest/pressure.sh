@@ -7,11 +7,32 @@
 
 PRESSURE="pressure-pool pressure-done"
 
-# On A: pool 7, 1 GiB of zeroes, while B needs it.
+# On A: pool 7, 1 GiB of zeroes, while B needs it. A has 1.5 GiB: how
+# much it has left, at the lowest, while B reads the pool is said, and
+# what the kernel did about it (its OOM killer, failed allocations), so
+# that a host A that runs short shows it.
 test_pressure_pool_a() {
+	local sampler mark low
+	rm -f /tmp/pressure-a.low
+	mark=$(( $(dmesg | wc -l) + 1 ))
 	"$RPAGECTL" pool create 7 size 1G || fail "pool create 7" || return
-	barrier pressure-pool || return
+	echo "MemAvailable with pool 7: $(mem_available_kib) kB"
+	(
+		low=$(mem_available_kib)
+		while :; do
+			avail=$(mem_available_kib)
+			[ "$avail" -lt "$low" ] && { low=$avail; echo "$low" > /tmp/pressure-a.low; }
+			sleep 1
+		done
+	) &
+	sampler=$!
+	barrier pressure-pool || { kill "$sampler"; return 1; }
 	barrier pressure-done
+	kill "$sampler"
+	wait "$sampler" 2> /dev/null
+	low=$(cat /tmp/pressure-a.low 2> /dev/null || echo "not below the first sample")
+	echo "lowest MemAvailable while B read pool 7: $low kB"
+	dmesg_since "$mark" | grep -E "oom|Killed process|allocation failure" | head -n 5
 	"$RPAGECTL" pool destroy 7
 }
 
