@@ -194,13 +194,15 @@ test_rogue_deaf_reader_holds_up_nobody() {
 	echo "announced to self: $(ms_since "$t0") ms"
 	"$RPAGECTL" pool destroy 12 || { echo "FAIL: pool destroy"; ret=1; }
 	echo "pool destroy: $(ms_since "$t0") ms"
-	self_pool_reads_right || { echo "FAIL: self's pool beside the deaf reader"; ret=1; }
 	# All of it while the host still waited on the deaf reader: neither
 	# the host nor the rogue has seen its connection end.
 	if rogue_said "^deaf" || dmesg | tail -n "+$mark" | grep -q "peer rogue: released"; then
 		echo "FAIL: held up until the host gave up on the deaf reader"
 		ret=1
 	fi
+	# Checked after: reading 1 MiB takes 15 s on the debug tier's kernel,
+	# longer than the host waits on the deaf reader there.
+	self_pool_reads_right || { echo "FAIL: self's pool beside the deaf reader"; ret=1; }
 	wait_until 120 rogue_said "^deaf" || { cat /tmp/rogue.err; echo "FAIL: the rogue did not finish"; ret=1; }
 	line=$(grep "^deaf" "$ROGUE_OUT" | tail -n 1)
 	closed=${line##* }
