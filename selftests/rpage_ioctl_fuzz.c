@@ -2141,6 +2141,8 @@ static void fz_life_map(struct fz_thread *t)
 		fz_unmap_id(t, m);
 }
 
+static bool match_name(const void *entry, const void *name);
+
 /*
  * Whether the name of @add still names the mapping it made. Other threads
  * delete and add the same names: the node opened after the addition may
@@ -2148,8 +2150,6 @@ static void fz_life_map(struct fz_thread *t)
  * the name has the id now, it had it all along, when the node was opened
  * too.
  */
-static bool match_name(const void *entry, const void *name);
-
 static bool fz_named_still(struct fz_thread *t, const struct rpage_map_add *add)
 {
 	struct rpage_map_info info;

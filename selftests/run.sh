@@ -39,8 +39,10 @@ report() {
 	SKIP) skipped=$((skipped + 1)); echo "ok - $name # SKIP $*" ;;
 	*) failed=$((failed + 1)); echo "not ok - $name"
 	   recap+=("not ok - $name")
-	   [ $# -gt 0 ] && printf '#   %s\n' "$@"
-	   [ $# -gt 0 ] && recap+=("${@/#/#   }") ;;
+	   if [ $# -gt 0 ]; then
+		printf '#   %s\n' "$@"
+		recap+=("${@/#/#   }")
+	   fi ;;
 	esac
 }
 

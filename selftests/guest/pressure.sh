@@ -12,13 +12,14 @@ PRESSURE="pressure-pool pressure-done"
 # what the kernel did about it (its OOM killer, failed allocations), so
 # that a host A that runs short shows it.
 test_pressure_pool_a() {
-	local sampler mark low
+	local sampler mark
 	rm -f /tmp/pressure-a.low
 	mark=$(( $(dmesg | wc -l) + 1 ))
 	"$RPAGECTL" pool create 7 size 1G || fail "pool create 7" || return
 	echo "MemAvailable with pool 7: $(mem_available_kib) kB"
 	(
 		low=$(mem_available_kib)
+		echo "$low" > /tmp/pressure-a.low
 		while :; do
 			avail=$(mem_available_kib)
 			[ "$avail" -lt "$low" ] && { low=$avail; echo "$low" > /tmp/pressure-a.low; }
@@ -30,8 +31,7 @@ test_pressure_pool_a() {
 	barrier pressure-done
 	kill "$sampler"
 	wait "$sampler" 2> /dev/null
-	low=$(cat /tmp/pressure-a.low 2> /dev/null || echo "not below the first sample")
-	echo "lowest MemAvailable while B read pool 7: $low kB"
+	echo "lowest MemAvailable while B read pool 7: $(cat /tmp/pressure-a.low) kB"
 	dmesg_since "$mark" | grep -E "oom|Killed process|allocation failure" | head -n 5
 	"$RPAGECTL" pool destroy 7
 }
