@@ -74,4 +74,18 @@ if grep -qx "PACKAGE_VERSION=\"$(cat VERSION)\"" dkms.conf; then
 else
 	tap "not ok" "dkms.conf PACKAGE_VERSION matches VERSION ($(cat VERSION))"
 fi
+# A guest's kernel report, condensed for the end of a run's output
+# (vm_log_report): first line, RIP, the reliable frames, the panic. The
+# log is made up, in the format of a 6.12 guest's console.
+want='kernel log: WARNING: CPU: 0 PID: 557 at arch/x86/kernel/traps.c:1120 exc_debug_kernel+0xca/0x160
+  at RIP: 0010:exc_debug_kernel+0xca/0x160
+  from asm_exc_debug+0x1f/0x30 < rxe_completer+0x10/0x900 [rdma_rxe] < do_task+0x60/0x1f0 [rdma_rxe] < process_one_work+0x179/0x390 < worker_thread+0x251/0x360
+  then Kernel panic - not syncing: Fatal exception in interrupt'
+got=$(vm_log_report selftests/host/kernel-report.log)
+if [ "$got" = "$want" ]; then
+	tap ok "a guest's kernel report is condensed to where and how"
+else
+	tap "not ok" "a guest's kernel report is condensed to where and how"
+	diff <(echo "$want") <(echo "$got") | sed 's/^/#   /'
+fi
 echo "1..$n"

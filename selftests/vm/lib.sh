@@ -245,6 +245,35 @@ vm_log_bad() {
 	grep -aE "$VM_LOG_BAD" "$1" | grep -avE "$VM_LOG_USER_FAULT"
 }
 
+# vm_log_report LOG: the kernel's first complaint in LOG in three lines
+# or so: its first line, where it happened (RIP), the calls that led
+# there (up to ten frames, the unreliable "? " ones left out; where an
+# exception interrupted the kernel, its RIP is one of them) and, if the
+# kernel then died, its last words. A CI summary that keeps only the end
+# of the output then still says where a guest's kernel went wrong.
+vm_log_report() {
+	local first
+	first=$(vm_log_bad "$1" | head -n 1)
+	[ -n "$first" ] || return 1
+	awk -v first="$first" '
+	function strip(l) { sub(/^\[ *[0-9.]+\] /, "", l); sub(/\r$/, "", l); return l }
+	!started && $0 == first { started = 1; print "kernel log: " strip($0); next }
+	!started { next }
+	/Kernel panic - not syncing/ { panic = strip($0) }
+	done { next }
+	/RIP: / && !rip { rip = strip($0); next }
+	/---\[ end trace/ { done = 1; next }
+	/ \? / { next }
+	match($0, /[A-Za-z0-9_.]+\+0x[0-9a-f]+\/0x[0-9a-f]+( \[[a-z0-9_]+\])?/) {
+		if (n < 10) frames = frames (n++ ? " < " : "") substr($0, RSTART, RLENGTH)
+	}
+	END {
+		if (rip) print "  at " rip
+		if (frames) print "  from " frames
+		if (panic) print "  then " panic
+	}' "$1"
+}
+
 # vm_hang_summary LOG: what a guest that never finished was doing: the
 # last test it started or ended, and the tasks sysrq found blocked.
 vm_hang_summary() {
@@ -274,10 +303,10 @@ vm_judge() {
 	local run=$1 taint
 	if [ -f "$run/console.log" ] &&
 	   vm_log_bad "$run/console.log" > "$run/bad-lines"; then
-		echo "kernel log: $(head -n 1 "$run/bad-lines")" >> "$run/problems"
+		vm_log_report "$run/console.log" >> "$run/problems"
 	elif [ -f "$run/out/dmesg.log" ] &&
 	     vm_log_bad "$run/out/dmesg.log" > "$run/bad-lines"; then
-		echo "kernel log: $(head -n 1 "$run/bad-lines")" >> "$run/problems"
+		vm_log_report "$run/out/dmesg.log" >> "$run/problems"
 	fi
 	local rc
 	rc=$(cat "$run/out/job.rc" 2>/dev/null)
