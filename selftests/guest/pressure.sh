@@ -13,19 +13,10 @@ PRESSURE="pressure-pool pressure-done"
 # that a host A that runs short shows it.
 test_pressure_pool_a() {
 	local sampler mark
-	rm -f /tmp/pressure-a.low
 	mark=$(( $(dmesg | wc -l) + 1 ))
 	"$RPAGECTL" pool create 7 size 1G || fail "pool create 7" || return
 	echo "MemAvailable with pool 7: $(mem_available_kib) kB"
-	(
-		low=$(mem_available_kib)
-		echo "$low" > /tmp/pressure-a.low
-		while :; do
-			avail=$(mem_available_kib)
-			[ "$avail" -lt "$low" ] && { low=$avail; echo "$low" > /tmp/pressure-a.low; }
-			sleep 1
-		done
-	) &
+	mem_low_sampler /tmp/pressure-a.low &
 	sampler=$!
 	barrier pressure-pool || { kill "$sampler"; return 1; }
 	barrier pressure-done
@@ -46,6 +37,20 @@ mem_available_kib() {
 	awk '/^MemAvailable:/ { print $2 }' /proc/meminfo
 }
 
+# mem_low_sampler FILE: samples MemAvailable now and then each second
+# until killed, keeping the lowest seen (kB) in FILE. Run in the
+# background.
+mem_low_sampler() {
+	local low avail
+	low=$(mem_available_kib)
+	echo "$low" > "$1"
+	while :; do
+		sleep 1
+		avail=$(mem_available_kib)
+		[ "$avail" -lt "$low" ] && { low=$avail; echo "$low" > "$1"; }
+	done
+}
+
 # A background prefetch never invokes the OOM killer: it stops, says
 # how many pages it left, and the bystander lives. Nor does it take the
 # memory the rest of the host needs: MemAvailable stays above half of
@@ -54,7 +59,7 @@ mem_available_kib() {
 # starved and the peer's heartbeats went unanswered).
 pressure_prefetch_b() {
 	local hog_pid pf_pid mark out=/tmp/pressure.out rc=0
-	local pct total reserve avail low reconnects
+	local pct total reserve low reconnects sampler
 	rm -f /tmp/hog.ready
 	"$FAULT" hog 400M --ready /tmp/hog.ready &
 	hog_pid=$!
@@ -68,13 +73,12 @@ pressure_prefetch_b() {
 	mark=$(( $(dmesg | wc -l) + 1 ))
 	"$FAULT" prefetch a 7 1G --depth 64 --no-touch > "$out" 2>&1 &
 	pf_pid=$!
-	low=$(mem_available_kib)
-	while kill -0 "$pf_pid" 2> /dev/null; do
-		avail=$(mem_available_kib)
-		[ "$avail" -lt "$low" ] && low=$avail
-		sleep 1
-	done
+	mem_low_sampler /tmp/pressure-b.low &
+	sampler=$!
 	wait "$pf_pid" || rc=1
+	kill "$sampler"
+	wait "$sampler" 2> /dev/null
+	low=$(cat /tmp/pressure-b.low)
 	cat "$out"
 	echo "prefetch_reserve_pct $pct: ${reserve} kB; lowest MemAvailable seen ${low} kB"
 	"$RPAGECTL" stat peer a | sed -n 2p
