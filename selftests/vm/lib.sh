@@ -12,7 +12,8 @@
 #                   guest really boots with it, TCG otherwise
 #   RPAGE_VM_TIMEOUT  seconds a guest may run before the watchdog kills it
 #   RPAGE_VM_APPEND   extra guest kernel arguments (e.g. slub_debug=FZPU
-#                   to catch heap corruption where it happens)
+#                   to catch heap corruption where it happens, and
+#                   page_poison=1 to catch a write into a free page)
 #   RPAGE_VM_KERNEL_ROOT  where kernels built here live, laid out like /
 #                   (default build/debug-kernel, see
 #                   scripts/build-debug-kernel.sh): a KVER that has
@@ -233,6 +234,8 @@ VM_LOG_BAD='BUG:|BUG [A-Za-z0-9_:.()-]+ \(|WARNING:|Oops|general protection|bloc
 # kmemleak, lockdep and RCU lockdep, debug objects. Most come with a
 # WARNING: line already; these match whatever their header looks like.
 VM_LOG_BAD+='|unreferenced object|suspected memory leak|possible circular locking|inconsistent lock state|possible recursive locking|suspicious RCU usage|ODEBUG:'
+# And page poisoning's (page_poison=1): a free page written to.
+VM_LOG_BAD+='|pagealloc: memory corruption|pagealloc: single bit error'
 # A user-space program's fault, which the kernel only reports (its exit
 # status is the test's business): "traps: PROG[PID] general protection
 # fault ip:... sp:... error:... in LIB".
