@@ -243,9 +243,10 @@ VM_LOG_USER_FAULT='traps: .+\[[0-9]+\] general protection fault ip:[0-9a-f]+ sp:
 # Taint flags a run may leave: O (out-of-tree module), E (unsigned).
 VM_TAINT_ALLOWED=$(( (1 << 12) | (1 << 13) ))
 
-# vm_log_bad LOG: prints the kernel's complaints in LOG; fails if none.
+# vm_log_bad LOG [-n]: prints the kernel's complaints in LOG (with -n,
+# each after its line number and a colon); fails if none.
 vm_log_bad() {
-	grep -aE "$VM_LOG_BAD" "$1" | grep -avE "$VM_LOG_USER_FAULT"
+	grep -a ${2:-} -E "$VM_LOG_BAD" "$1" | grep -avE "$VM_LOG_USER_FAULT"
 }
 
 # vm_log_report LOG: the kernel's first complaint in LOG in three lines
@@ -256,12 +257,14 @@ vm_log_bad() {
 # of the output then still says where a guest's kernel went wrong.
 vm_log_report() {
 	local first
-	first=$(vm_log_bad "$1" | head -n 1)
+	first=$(vm_log_bad "$1" -n | head -n 1)
 	[ -n "$first" ] || return 1
-	awk -v first="$first" '
+	# By its line number: awk -v would take backslashes in the line's
+	# text for escapes, and then find no line to report.
+	awk -v first="${first%%:*}" '
 	function strip(l) { sub(/^\[ *[0-9.]+\] /, "", l); sub(/\r$/, "", l); return l }
-	!started && $0 == first { started = 1; print "kernel log: " strip($0); next }
-	!started { next }
+	NR < first { next }
+	NR == first { print "kernel log: " strip($0); next }
 	/Kernel panic - not syncing/ { panic = strip($0) }
 	done { next }
 	/RIP: / && !rip { rip = strip($0); next }
