@@ -178,6 +178,21 @@ void rpage_peer_note_remote(struct rpage_peer *peer,
 }
 
 /* The peer's pool table is complete: the attempt may finish. */
+/*
+ * For a transport's connect, once its channels are up: waits for the
+ * peer's pool table, without which a transfer would find no pool. 0, or
+ * -ETIMEDOUT (said in @cause) after connect_timeout_ms.
+ */
+int rpage_peer_wait_synced(struct rpage_peer *peer, char *cause, size_t len)
+{
+	if (rpage_wait_done(&peer->synced,
+			    msecs_to_jiffies(rpage_connect_timeout_ms)))
+		return 0;
+	snprintf(cause, len, "no pool table from the peer within %u ms",
+		 rpage_connect_timeout_ms);
+	return -ETIMEDOUT;
+}
+
 void rpage_peer_synced(struct rpage_peer *peer)
 {
 	complete(&peer->synced);
@@ -433,7 +448,8 @@ static void rpage_peer_hb_in_work(struct work_struct *work)
 					       struct rpage_peer, hb_in_work);
 	struct rpage_in_conn *in, *found = NULL;
 
-	if (READ_ONCE(rpage_heartbeat_ms)) {
+	/* A transport without heartbeats has no channel to lose. */
+	if (READ_ONCE(rpage_heartbeat_ms) && peer->ops->heartbeat) {
 		mutex_lock(&peer->inbound_lock);
 		list_for_each_entry(in, &peer->inbound, entry) {
 			if (in->c.index != 0 || in->claimed ||
@@ -615,7 +631,9 @@ void rpage_peer_inbound_established(struct rpage_in_conn *in)
 	if (!in->claimed)
 		rpage_conn_set_state(&in->c, RPAGE_CONN_CONNECTED);
 	mutex_unlock(&peer->inbound_lock);
-	atomic64_inc(&in->c.dev->counters.connects);
+	/* A loop peer's channel is on no device. */
+	if (in->c.dev)
+		atomic64_inc(&in->c.dev->counters.connects);
 	if (in->c.index == 0)
 		rpage_pools_channel_up();
 }
@@ -722,14 +740,15 @@ struct rpage_in_conn **rpage_channels_collect(unsigned int *nr, bool synced)
 /* Configuration. */
 
 static struct rpage_peer *rpage_peer_alloc(const struct rpage_peer_config *cfg,
-					   const struct sockaddr_storage *addr)
+					   const struct sockaddr_storage *addr,
+					   const struct rpage_transport_ops *ops)
 {
 	struct rpage_peer *peer;
 
 	peer = kzalloc(sizeof(*peer), GFP_KERNEL);
 	if (!peer)
 		return NULL;
-	peer->ops = &rpage_rdma_transport;
+	peer->ops = ops;
 	if (rpage_counters_init(&peer->counters) ||
 	    rpage_fault_counters_init(&peer->fault_counters) ||
 	    peer->ops->peer_init(peer)) {
@@ -741,7 +760,7 @@ static struct rpage_peer *rpage_peer_alloc(const struct rpage_peer_config *cfg,
 	kref_init(&peer->ref);
 	strscpy(peer->name, cfg->name, sizeof(peer->name));
 	peer->uaddr = cfg->addr;
-	if (!peer->uaddr.port)
+	if (peer->uaddr.family && !peer->uaddr.port)
 		peer->uaddr.port = RPAGE_DEFAULT_PORT;
 	peer->addr = *addr;
 	mutex_init(&peer->lock);
@@ -766,33 +785,74 @@ static struct rpage_peer *rpage_peer_alloc(const struct rpage_peer_config *cfg,
 	return peer;
 }
 
+/*
+ * The transport @cfg asks for, or NULL if there is no such transport.
+ * Automatic is RDMA, the one network transport so far.
+ */
+static const struct rpage_transport_ops *
+rpage_peer_transport(const struct rpage_peer_config *cfg)
+{
+	switch (cfg->transport) {
+	case RPAGE_TRANSPORT_AUTO:
+	case RPAGE_TRANSPORT_RDMA:
+		return &rpage_rdma_transport;
+	case RPAGE_TRANSPORT_LOOP:
+		return &rpage_loop_transport;
+	default:
+		return NULL;
+	}
+}
+
+/*
+ * Whether @other stands in the way of @peer being added: a peer of the
+ * same name, of the same host address (incoming connections are matched
+ * by it), or a second loop peer.
+ */
+static bool rpage_peer_clashes(const struct rpage_peer *peer,
+			       const struct rpage_peer *other)
+{
+	if (!strcmp(other->name, peer->name))
+		return true;
+	if (peer->ops == &rpage_loop_transport)
+		return other->ops == &rpage_loop_transport;
+	return rpage_sockaddr_same_host((struct sockaddr *)&other->addr,
+					(struct sockaddr *)&peer->addr);
+}
+
 long rpage_ioctl_peer_add(struct rpage_file *rfile, void __user *argp)
 {
+	const struct rpage_transport_ops *ops;
 	struct rpage_peer_config cfg;
-	struct sockaddr_storage addr;
+	struct sockaddr_storage addr = {};
 	struct rpage_peer *peer, *other;
 	int ret;
 
 	if (copy_from_user(&cfg, argp, sizeof(cfg)))
 		return -EFAULT;
-	if (cfg.flags || cfg.reserved0 ||
-	    memchr_inv(cfg.reserved, 0, sizeof(cfg.reserved)))
+	if (cfg.flags || memchr_inv(cfg.reserved, 0, sizeof(cfg.reserved)))
 		return -EINVAL;
 	if (!rpage_name_valid(cfg.name))
 		return -EINVAL;
-	ret = rpage_addr_to_sockaddr(&cfg.addr, &addr);
-	if (ret)
-		return ret;
+	ops = rpage_peer_transport(&cfg);
+	if (!ops)
+		return -EINVAL;
+	if (ops == &rpage_loop_transport) {
+		/* This host is reached without an address. */
+		if (memchr_inv(&cfg.addr, 0, sizeof(cfg.addr)))
+			return -EINVAL;
+	} else {
+		ret = rpage_addr_to_sockaddr(&cfg.addr, &addr);
+		if (ret)
+			return ret;
+	}
 
-	peer = rpage_peer_alloc(&cfg, &addr);
+	peer = rpage_peer_alloc(&cfg, &addr, ops);
 	if (!peer)
 		return -ENOMEM;
 
 	mutex_lock(&rpage_peers_lock);
 	list_for_each_entry(other, &rpage_peers, entry) {
-		if (!strcmp(other->name, peer->name) ||
-		    rpage_sockaddr_same_host((struct sockaddr *)&other->addr,
-					     (struct sockaddr *)&addr)) {
+		if (rpage_peer_clashes(peer, other)) {
 			mutex_unlock(&rpage_peers_lock);
 			rpage_peer_put(peer);
 			return -EEXIST;
@@ -803,8 +863,13 @@ long rpage_ioctl_peer_add(struct rpage_file *rfile, void __user *argp)
 	mod_delayed_work(rpage_wq, &peer->hb_work, rpage_heartbeat_interval());
 	mod_delayed_work(rpage_wq, &peer->hb_in_work, rpage_heartbeat_interval());
 	mutex_unlock(&rpage_peers_lock);
-	pr_info("peer %s added (%pISpc, %u queue pairs, loss timeout %u ms)\n",
-		peer->name, &peer->addr, peer->nr_conns, peer->loss_timeout_ms);
+	if (ops == &rpage_loop_transport)
+		pr_info("peer %s added (this host, over the loop; loss timeout %u ms)\n",
+			peer->name, peer->loss_timeout_ms);
+	else
+		pr_info("peer %s added (%pISpc, %u queue pairs, loss timeout %u ms)\n",
+			peer->name, &peer->addr, peer->nr_conns,
+			peer->loss_timeout_ms);
 	return 0;
 }
 
@@ -856,7 +921,7 @@ long rpage_ioctl_peer_del(struct rpage_file *rfile, void __user *argp)
 
 	if (copy_from_user(&cfg, argp, sizeof(cfg)))
 		return -EFAULT;
-	if (cfg.flags || cfg.reserved0 ||
+	if (cfg.flags || cfg.transport ||
 	    memchr_inv(cfg.reserved, 0, sizeof(cfg.reserved)) ||
 	    memchr_inv(&cfg.addr, 0, sizeof(cfg.addr)))
 		return -EINVAL;
@@ -939,6 +1004,7 @@ static void rpage_peer_fill_info(struct rpage_peer *peer, void *entry)
 	info->connects = atomic64_read(&peer->counters.connects);
 	info->rejects = atomic64_read(&peer->counters.rejects);
 	info->id = peer->id;
+	info->transport = peer->ops->id;
 }
 
 static void rpage_peer_fill_status(struct rpage_peer *peer, void *entry)

@@ -6,9 +6,12 @@
  * connects through that device, with fast registration (IB_WR_REG_MR)
  * posted on the reader's first queue pair, in regions of at most
  * max_fast_reg_page_list_len pages; then the reader is told the regions'
- * addresses and keys (RPAGE_MSG_POOL_ADD). A reader's new control queue
- * pair gets every pool, then RPAGE_MSG_POOL_SYNC; pools created later go
- * to every reader that has its table. Each pool has a generation, new
+ * addresses and keys (RPAGE_MSG_POOL_ADD); a reader over a transport
+ * without memory regions (the loop) is told of the pool alone. Messages
+ * to a reader go through its transport (->chan_send). A reader's new
+ * channel (its first queue pair) gets every pool, then
+ * RPAGE_MSG_POOL_SYNC; pools created later go to every reader that has
+ * its table. Each pool has a generation, new
  * for every pool created, so that a reader tells a pool from one created
  * later with the same id. A pool being destroyed is withdrawn from every
  * reader first (RPAGE_MSG_POOL_DEL); each reader acknowledges once none
@@ -333,19 +336,24 @@ out:
 /* Sends one control message of @len bytes from @msg on @chan. */
 static int rpage_ctl_send(struct rpage_conn *chan, void *msg, u32 len)
 {
-	return rpage_conn_send(chan, msg, len, rpage_io_timeout_ms,
-			       "pool table SEND");
+	return chan->peer->ops->chan_send(chan, msg, len);
 }
 
+/*
+ * Tells the reader of @chan of @pool: what every transport needs (id,
+ * generation, length, flags), with the pool's memory regions if the
+ * reader's transport names them, as many messages as they take.
+ */
 static void rpage_pool_announce(struct rpage_pool *pool, struct rpage_conn *chan)
 {
 	struct rpage_msg_pool_add *msg = NULL;
 	struct rpage_rmr *mrs = NULL;
-	u32 first, count, i, nr_mrs;
-	u64 mr_bytes;
-	int ret;
+	u32 first = 0, count, i, nr_mrs = 0;
+	u64 mr_bytes = 0;
+	int ret = 0;
 
-	ret = rpage_pool_regions(pool, chan, &mrs, &nr_mrs, &mr_bytes);
+	if (chan->peer->ops->regions)
+		ret = rpage_pool_regions(pool, chan, &mrs, &nr_mrs, &mr_bytes);
 	if (ret)
 		goto out;
 	msg = kzalloc(RPAGE_MSG_MAX, GFP_KERNEL);
@@ -353,7 +361,7 @@ static void rpage_pool_announce(struct rpage_pool *pool, struct rpage_conn *chan
 		ret = -ENOMEM;
 		goto out;
 	}
-	for (first = 0; first < nr_mrs && !ret; first += count) {
+	do {
 		u32 len;
 
 		count = min_t(u32, nr_mrs - first, RPAGE_MSG_MRS_PER_ADD);
@@ -374,7 +382,8 @@ static void rpage_pool_announce(struct rpage_pool *pool, struct rpage_conn *chan
 			msg->mrs[i].rkey = cpu_to_le32(mrs[first + i].rkey);
 		}
 		ret = rpage_ctl_send(chan, msg, len);
-	}
+		first += count;
+	} while (first < nr_mrs && !ret);
 out:
 	kfree(msg);
 	kvfree(mrs);
@@ -728,6 +737,38 @@ static struct rpage_pool *rpage_pool_find(u64 id)
 		if (pool->id == id)
 			return pool;
 	return NULL;
+}
+
+/*
+ * Incarnation @generation of pool @id, referenced, if it is listed:
+ * what the loop transport copies pages of. Its memory stays until
+ * rpage_pool_put_listed(), even if the pool is destroyed meanwhile.
+ */
+struct rpage_pool *rpage_pool_get_listed(u64 id, u64 generation)
+{
+	struct rpage_pool *pool;
+
+	mutex_lock(&rpage_pools_lock);
+	pool = rpage_pool_find(id);
+	if (pool && pool->generation == generation)
+		kref_get(&pool->ref);
+	else
+		pool = NULL;
+	mutex_unlock(&rpage_pools_lock);
+	return pool;
+}
+
+void rpage_pool_put_listed(struct rpage_pool *pool)
+{
+	rpage_pool_put(pool);
+}
+
+/* The page of @pool at byte @offset, or NULL past its end. */
+struct page *rpage_pool_page(const struct rpage_pool *pool, u64 offset)
+{
+	if (offset >= pool->length)
+		return NULL;
+	return pool->pages[offset >> PAGE_SHIFT];
 }
 
 /* What RPAGE_IOC_POOL_CREATE and _EXPORT both require of their argument. */

@@ -16,6 +16,7 @@
  *   rpage-xfer.c      the data path: one call moves pages to or from a
  *                     peer's pool, and owns every failure policy
  *   rpage-rdma-xfer.c the RDMA transport's part of it: work requests
+ *   rpage-loop.c      the loop transport: this host as its own peer
  *   rpage-io.c        RPAGE_IOC_READ and RPAGE_IOC_WRITE
  *   rpage-map.c       remote mappings, their mmap and eviction
  *   rpage-fault.c     the fault path, prefetch and read-ahead
@@ -353,6 +354,7 @@ enum rpage_peer_state {
  * @fault_counters: the fault path of every mapping of its pools.
  * @id: the handle userspace names the peer by in reads and writes.
  * @ops: its transport.
+ * @tp: the transport's own state of the peer, if it keeps any there.
  * @rpools_lock: protects @rpools and each pool's listing.
  * @rpools: the pools the peer exports to us (struct rpage_rpool).
  * @nr_rpools: how many are on @rpools, under @rpools_lock.
@@ -403,6 +405,7 @@ struct rpage_peer {
 	struct rpage_fault_counters_pcpu __percpu *fault_counters;
 	u32 id;
 	const struct rpage_transport_ops *ops;
+	void *tp;
 	spinlock_t rpools_lock;		/* see kernel-doc */
 	struct list_head rpools;
 	u32 nr_rpools;
@@ -466,6 +469,10 @@ struct rpage_xfer_run;
 /**
  * struct rpage_transport_ops - what a transport does for the core
  * @name: as users name it.
+ * @id: RPAGE_TRANSPORT_*, as userspace names it.
+ * @regions: the pools it carries come with memory regions (an address
+ *	and key each) that the reader's transfers name; a pool announced
+ *	over a transport without them names none.
  * @peer_init: sets up a peer being added (its channels, not connected).
  *	0 or -ENOMEM.
  * @peer_free: frees what @peer_init set up.
@@ -482,6 +489,9 @@ struct rpage_xfer_run;
  * @send_ctl: sends a control message to the peer as its reader: 0 once
  *	the peer holds it, -ENOTCONN if not connected, or the transport's
  *	error (the channel is then reported lost).
+ * @chan_send: sends a control message to the peer as its exporter, on
+ *	@chan, the peer's channel to this host's pools (rpage-pool.c): 0
+ *	once the peer holds it, or an error (the channel is then lost).
  * @run_alloc: a run of a transfer on this transport, which embeds a
  *	struct rpage_xfer_run, with @tail bytes more for the core at
  *	*@tailp; NULL without memory. The core fills in its part.
@@ -501,6 +511,8 @@ struct rpage_xfer_run;
  */
 struct rpage_transport_ops {
 	const char *name;
+	u32 id;
+	bool regions;
 	int (*peer_init)(struct rpage_peer *peer);
 	void (*peer_free)(struct rpage_peer *peer);
 	int (*connect)(struct rpage_peer *peer, u32 *reason, char *cause,
@@ -509,6 +521,7 @@ struct rpage_transport_ops {
 	void (*close)(struct rpage_peer *peer);
 	void (*heartbeat)(struct rpage_peer *peer);
 	int (*send_ctl)(struct rpage_peer *peer, const void *msg, u32 len);
+	int (*chan_send)(struct rpage_conn *chan, const void *msg, u32 len);
 	struct rpage_xfer_run *(*run_alloc)(struct rpage_xfer *x, size_t tail,
 					    void **tailp);
 	void (*run_free)(struct rpage_xfer_run *run);
@@ -732,6 +745,7 @@ static inline enum rpage_peer_state rpage_peer_state(struct rpage_peer *peer)
 }
 
 void rpage_peer_synced(struct rpage_peer *peer);
+int rpage_peer_wait_synced(struct rpage_peer *peer, char *cause, size_t len);
 int rpage_peer_wait_connected(struct rpage_peer *peer, bool killable,
 			      unsigned long failed_since,
 			      void (*before_wait)(void *ctx), void *ctx);
@@ -773,6 +787,10 @@ void rpage_pools_channel_up(void);
 void rpage_pools_channel_close(struct rpage_in_conn *in);
 void rpage_pools_barrier(void);
 void rpage_pools_acked(struct rpage_peer *peer, u64 pool_id, u64 generation);
+struct rpage_pool;
+struct rpage_pool *rpage_pool_get_listed(u64 id, u64 generation);
+void rpage_pool_put_listed(struct rpage_pool *pool);
+struct page *rpage_pool_page(const struct rpage_pool *pool, u64 offset);
 void rpage_pools_device_removed(struct rpage_ibdev *dev);
 void rpage_pools_file_release(struct rpage_file *rfile);
 void rpage_pools_init(void);
@@ -814,6 +832,9 @@ struct rpage_conn *rpage_peer_use_conn(struct rpage_peer *peer,
 				       unsigned int index);
 struct rpage_conn *rpage_peer_use_data_conn(struct rpage_peer *peer,
 					    bool write);
+
+/* rpage-loop.c */
+extern const struct rpage_transport_ops rpage_loop_transport;
 
 /* rpage-rdma-xfer.c */
 struct rpage_xfer_run *rpage_rdma_run_alloc(struct rpage_xfer *x, size_t tail,

@@ -149,6 +149,11 @@ struct rpage_msg_mr {
  * @count: entries in @mrs.
  * @reserved: zero.
  * @mrs: regions @first_mr to @first_mr + @count - 1.
+ *
+ * A transport whose transfers name no regions (the loop transport, which
+ * copies pages on the host itself) announces a pool in one message with
+ * @mr_bytes, @nr_mrs, @first_mr and @count all zero; a reader takes that
+ * form only from such a transport, and over RDMA only the other.
  */
 struct rpage_msg_pool_add {
 	struct rpage_msg_hdr hdr;

@@ -73,14 +73,7 @@ static int rpage_rdma_connect(struct rpage_peer *peer, u32 *reason,
 			return ret;
 		}
 	}
-	/* Until its pool table is here, a transfer would find no pool. */
-	if (!rpage_wait_done(&peer->synced,
-			     msecs_to_jiffies(rpage_connect_timeout_ms))) {
-		snprintf(cause, len, "no pool table from the peer within %u ms",
-			 rpage_connect_timeout_ms);
-		return -ETIMEDOUT;
-	}
-	return 0;
+	return rpage_peer_wait_synced(peer, cause, len);
 }
 
 /* Under the peer's state lock: every queue pair of the set is still up. */
@@ -176,6 +169,17 @@ static int rpage_rdma_send_ctl(struct rpage_peer *peer, const void *msg, u32 len
 	return ret;
 }
 
+/*
+ * Sends a message of this host's pool table on @chan, the first queue
+ * pair the reader opened to us; failing, it breaks the connection set.
+ */
+static int rpage_rdma_chan_send(struct rpage_conn *chan, const void *msg,
+				u32 len)
+{
+	return rpage_conn_send(chan, msg, len, rpage_io_timeout_ms,
+			       "pool table SEND");
+}
+
 /* A heartbeat to a peer we read from, on the first queue pair. */
 static void rpage_rdma_heartbeat(struct rpage_peer *peer)
 {
@@ -189,6 +193,8 @@ static void rpage_rdma_heartbeat(struct rpage_peer *peer)
 
 const struct rpage_transport_ops rpage_rdma_transport = {
 	.name		= "rdma",
+	.id		= RPAGE_TRANSPORT_RDMA,
+	.regions	= true,
 	.peer_init	= rpage_rdma_peer_init,
 	.peer_free	= rpage_rdma_peer_free,
 	.connect	= rpage_rdma_connect,
@@ -196,6 +202,7 @@ const struct rpage_transport_ops rpage_rdma_transport = {
 	.close		= rpage_rdma_close,
 	.heartbeat	= rpage_rdma_heartbeat,
 	.send_ctl	= rpage_rdma_send_ctl,
+	.chan_send	= rpage_rdma_chan_send,
 	.run_alloc	= rpage_rdma_run_alloc,
 	.run_free	= rpage_rdma_run_free,
 	.xfer_begin	= rpage_rdma_xfer_begin,

@@ -201,12 +201,18 @@ static int rpage_rpool_add(struct rpage_peer *peer,
 	    len != sizeof(*msg) + (u64)count * sizeof(msg->mrs[0]) ||
 	    !generation ||
 	    !length || length % RPAGE_MSG_MR_ALIGN ||
-	    !mr_bytes || mr_bytes % RPAGE_MSG_MR_ALIGN ||
-	    !nr_mrs || nr_mrs > RPAGE_MSG_MAX_MRS ||
-	    nr_mrs != DIV_ROUND_UP_ULL(length, mr_bytes) ||
-	    (u64)first + count > nr_mrs ||
 	    !rpage_msg_pool_flags_supported(le32_to_cpu(msg->flags)))
 		return -EPROTO;
+	if (peer->ops->regions) {
+		if (!mr_bytes || mr_bytes % RPAGE_MSG_MR_ALIGN ||
+		    !nr_mrs || nr_mrs > RPAGE_MSG_MAX_MRS ||
+		    nr_mrs != DIV_ROUND_UP_ULL(length, mr_bytes) ||
+		    (u64)first + count > nr_mrs)
+			return -EPROTO;
+	} else if (mr_bytes || nr_mrs || first || count) {
+		/* A transport without regions is never told of any. */
+		return -EPROTO;
+	}
 
 	if (first == 0) {
 		spin_lock(&peer->rpools_lock);
@@ -220,8 +226,10 @@ static int rpage_rpool_add(struct rpage_peer *peer,
 		fresh = kzalloc(sizeof(*fresh), GFP_KERNEL);
 		if (!fresh)
 			return -ENOMEM;
-		fresh->mrs = kvcalloc(nr_mrs, sizeof(*fresh->mrs), GFP_KERNEL);
-		if (!fresh->mrs) {
+		if (nr_mrs)
+			fresh->mrs = kvcalloc(nr_mrs, sizeof(*fresh->mrs),
+					      GFP_KERNEL);
+		if (nr_mrs && !fresh->mrs) {
 			kfree(fresh);
 			return -ENOMEM;
 		}

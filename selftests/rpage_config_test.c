@@ -104,6 +104,7 @@ static int add_peer(FIXTURE_DATA(config) *self,
 		self->peers[self->nr_peers] = *peer;
 		memset(&self->peers[self->nr_peers].addr, 0,
 		       sizeof(peer->addr));
+		self->peers[self->nr_peers].transport = 0;
 		self->nr_peers++;
 	}
 	return ret;
@@ -402,8 +403,11 @@ TEST_F(config, peer_rejects_reserved_fields_and_flags)
 			TH_LOG("add: flag bit %d", bit);
 		}
 	}
+	/* Transports past the known ones. */
 	peer = peer4(PEER_A, UNREACHABLE_A, 0);
-	peer.reserved0 = 1;
+	peer.transport = RPAGE_TRANSPORT_LOOP + 1;
+	EXPECT_EQ(-EINVAL, add_peer(self, &peer));
+	peer.transport = 1U << 31;
 	EXPECT_EQ(-EINVAL, add_peer(self, &peer));
 	for (int r = 0; r < 4; r++) {
 		peer = peer4(PEER_A, UNREACHABLE_A, 0);
@@ -558,7 +562,7 @@ TEST_F(config, peer_del_rejects_address_flags_and_reserved)
 	del.flags = 1;
 	EXPECT_EQ(-EINVAL, rpage_peer_del(self->fd, &del));
 	del = peer_name(PEER_A);
-	del.reserved0 = 1;
+	del.transport = RPAGE_TRANSPORT_RDMA;
 	EXPECT_EQ(-EINVAL, rpage_peer_del(self->fd, &del));
 	for (int r = 0; r < 4; r++) {
 		del = peer_name(PEER_A);
@@ -608,7 +612,10 @@ TEST_F(config, peer_add_list_del)
 	EXPECT_EQ(0, info->qps_inbound);
 	EXPECT_EQ(0, info->connects);
 	EXPECT_EQ(0, info->remote_node_id);
-	for (int r = 0; r < 4; r++) {
+	/* Automatic is RDMA, and says so. */
+	EXPECT_EQ(RPAGE_TRANSPORT_RDMA, info->transport);
+	EXPECT_EQ(0, info->reserved0);
+	for (int r = 0; r < 3; r++) {
 		EXPECT_EQ(0, info->reserved[r]);
 	}
 	id_a = info->id;
@@ -631,6 +638,87 @@ TEST_F(config, peer_add_list_del)
 	del = peer_name(PEER_B);
 	EXPECT_EQ(0, rpage_peer_del(self->fd, &del));
 	EXPECT_EQ(0, count_peers_named(self->fd, PEER_B));
+}
+
+/* A loop peer: this host, no address, one per host. */
+static struct rpage_peer_config peer_loop(const char *name)
+{
+	struct rpage_peer_config peer = peer_name(name);
+
+	peer.transport = RPAGE_TRANSPORT_LOOP;
+	return peer;
+}
+
+TEST_F(config, loop_peer_refusals)
+{
+	struct rpage_peer_config peer;
+
+	/* It has no address, not even a port. */
+	peer = peer4(PEER_A, UNREACHABLE_A, 0);
+	peer.transport = RPAGE_TRANSPORT_LOOP;
+	EXPECT_EQ(-EINVAL, add_peer(self, &peer));
+	peer = peer_loop(PEER_A);
+	peer.addr.port = RPAGE_DEFAULT_PORT;
+	EXPECT_EQ(-EINVAL, add_peer(self, &peer));
+	peer = peer_loop(PEER_A);
+	peer.addr.addr[15] = 1;
+	EXPECT_EQ(-EINVAL, add_peer(self, &peer));
+	/* Without a transport, no address is no address. */
+	peer = peer_name(PEER_A);
+	EXPECT_EQ(-EINVAL, add_peer(self, &peer));
+	EXPECT_EQ(0, count_peers_named(self->fd, PEER_A));
+
+	/* One per host, whatever its name; a name is still a name. */
+	peer = peer_loop(PEER_A);
+	ASSERT_EQ(0, add_peer(self, &peer));
+	peer = peer_loop(PEER_B);
+	EXPECT_EQ(-EEXIST, add_peer(self, &peer));
+	peer = peer4(PEER_A, UNREACHABLE_A, 0);
+	EXPECT_EQ(-EEXIST, add_peer(self, &peer));
+	/* An RDMA peer beside it is fine. */
+	peer = peer4(PEER_B, UNREACHABLE_B, 0);
+	EXPECT_EQ(0, add_peer(self, &peer));
+	EXPECT_EQ(1, count_peers_named(self->fd, PEER_A));
+	EXPECT_EQ(1, count_peers_named(self->fd, PEER_B));
+}
+
+TEST_F(config, loop_peer_connects_and_is_listed_as_such)
+{
+	struct rpage_peer_info infos[MAX_LISTED];
+	struct rpage_peer_config a = peer_loop(PEER_A);
+	const struct rpage_peer_info *info;
+	struct rpage_peer_config del;
+	__u32 id;
+	int count;
+
+	ASSERT_EQ(0, add_peer(self, &a));
+	/* Nothing to wait for but its own pool table. */
+	ASSERT_EQ(0, wait_peer_connected(self->fd, PEER_A, &id));
+	count = list_peers(self->fd, infos, MAX_LISTED);
+	ASSERT_LE(1, count);
+	info = find_peer(infos, count, PEER_A);
+	ASSERT_NE(NULL, info);
+	EXPECT_EQ(id, info->id);
+	EXPECT_EQ(RPAGE_TRANSPORT_LOOP, info->transport);
+	EXPECT_EQ(RPAGE_PEER_CONNECTED, info->state);
+	EXPECT_EQ(0, info->addr.family);
+	EXPECT_EQ(0, info->addr.port);
+	/* No queue pair; one channel to this host's pools. */
+	EXPECT_EQ(0, info->qps);
+	EXPECT_EQ(0, info->qps_connected);
+	EXPECT_EQ(1, info->qps_inbound);
+	EXPECT_EQ(1, info->connects);
+	/* The node it reads is this one. */
+	EXPECT_EQ(module_param("node_id", 0), info->remote_node_id);
+	EXPECT_NE(0, info->remote_node_id);
+	EXPECT_EQ(0, info->reserved0);
+
+	del = peer_name(PEER_A);
+	EXPECT_EQ(0, rpage_peer_del(self->fd, &del));
+	EXPECT_EQ(0, count_peers_named(self->fd, PEER_A));
+	/* And another may come. */
+	ASSERT_EQ(0, add_peer(self, &a));
+	ASSERT_EQ(0, wait_peer_connected(self->fd, PEER_A, &id));
 }
 
 TEST_F(config, peer_list_capacity_bounds_the_copy)

@@ -140,6 +140,7 @@ enum fz_kind {
 	K_MODE,		/* permission bits, at most 0777 */
 	K_UGID,		/* a user or group id; (u32)-1 is none */
 	K_FD,		/* a file descriptor */
+	K_TRANSPORT,	/* struct rpage_peer_config.transport, beside an address */
 };
 
 struct fz_field {
@@ -177,7 +178,7 @@ static const struct fz_field f_peer_add[] = {
 	FLD(struct rpage_peer_config, name, K_NAME, 0),
 	FLD(struct rpage_peer_config, addr, K_SADDR, 0),
 	FLD(struct rpage_peer_config, flags, K_FLAGS, 0),
-	FLD(struct rpage_peer_config, reserved0, K_RSV, 0),
+	FLD(struct rpage_peer_config, transport, K_TRANSPORT, 0),
 	FLD(struct rpage_peer_config, reserved, K_RSV, 0),
 };
 
@@ -186,7 +187,7 @@ static const struct fz_field f_peer_del[] = {
 	FLD(struct rpage_peer_config, name, K_NAME, 0),
 	FLD(struct rpage_peer_config, addr, K_RSV, 0),
 	FLD(struct rpage_peer_config, flags, K_FLAGS, 0),
-	FLD(struct rpage_peer_config, reserved0, K_RSV, 0),
+	FLD(struct rpage_peer_config, transport, K_RSV, 0),
 	FLD(struct rpage_peer_config, reserved, K_RSV, 0),
 };
 
@@ -1324,6 +1325,15 @@ static void mutate_field(struct fz_thread *t, void *buf, const struct fz_field *
 		fld_set(buf, f, vals[rnd_below(t, ARRAY_LEN(vals))]);
 		return;
 	}
+	case K_TRANSPORT: {
+		const uint64_t vals[] = {
+			RPAGE_TRANSPORT_AUTO, RPAGE_TRANSPORT_RDMA,
+			RPAGE_TRANSPORT_LOOP, RPAGE_TRANSPORT_LOOP + 1, rnd(t),
+		};
+
+		fld_set(buf, f, vals[rnd_below(t, ARRAY_LEN(vals))]);
+		return;
+	}
 	}
 }
 
@@ -1480,10 +1490,17 @@ static void fz_sanitize(struct fz_thread *t, unsigned int nr, union fz_arg *a)
 	case _RPAGE_ENDPOINT_DEL:
 		safe_saddr(&a->ep.addr, true);
 		break;
-	case _RPAGE_PEER_ADD:
+	case _RPAGE_PEER_ADD: {
+		static const struct rpage_addr none;
+
 		safe_name(a->peer.name, false);
 		safe_saddr(&a->peer.addr, false);
+		/* No loop peer (no address): it would read the fuzzer's pools. */
+		if (a->peer.transport == RPAGE_TRANSPORT_LOOP &&
+		    !memcmp(&a->peer.addr, &none, sizeof(none)))
+			a->peer.addr.port = 1;
 		break;
+	}
 	case _RPAGE_PEER_DEL:
 		safe_name(a->peer.name, false);
 		break;
@@ -1645,6 +1662,11 @@ static const char *fields_invalid(const void *buf, const struct fz_field *fields
 		case K_FD:
 			if ((__s32)v < 0)
 				return why("%s %d", f->name, (__s32)v);
+			break;
+		case K_TRANSPORT:
+			/* The loop peer has no address; these calls have one. */
+			if (v != RPAGE_TRANSPORT_AUTO && v != RPAGE_TRANSPORT_RDMA)
+				return why("transport %" PRIu64 " with an address", v);
 			break;
 		default:
 			break;

@@ -29,9 +29,16 @@
  * RPAGE_FEATURE_PEER_REFUSALS: struct rpage_peer_status counts what this
  * host refused of the peer (@refused_msgs, @refused_pools, @refused_qps;
  * reserved, hence zero, on a module without the bit).
+ *
+ * RPAGE_FEATURE_TRANSPORT: struct rpage_peer_config.transport chooses a
+ * peer's transport (RPAGE_TRANSPORT_*), and struct rpage_peer_info
+ * .transport reports the one in use. A module without the bit refuses a
+ * non-zero @transport with EINVAL (it was reserved) and reports zero.
  */
 #define RPAGE_FEATURE_PEER_REFUSALS	(1ULL << 0)
-#define RPAGE_FEATURES_ALL	RPAGE_FEATURE_PEER_REFUSALS
+#define RPAGE_FEATURE_TRANSPORT		(1ULL << 1)
+#define RPAGE_FEATURES_ALL	(RPAGE_FEATURE_PEER_REFUSALS | \
+				 RPAGE_FEATURE_TRANSPORT)
 
 /* Bounds of names and of strings the kernel reports. */
 #define RPAGE_NAME_MAX		64
@@ -183,6 +190,20 @@ struct rpage_endpoint_info {
 	__u64 reserved[4];
 };
 
+/*
+ * Transports (struct rpage_peer_config.transport, RPAGE_FEATURE_TRANSPORT).
+ * RPAGE_TRANSPORT_AUTO picks one for the peer's address: RDMA, the only
+ * network transport so far. RPAGE_TRANSPORT_LOOP is this host itself,
+ * with no network: its pools are read and written by copying their
+ * pages, through the same peer, pool table and fault path as a remote
+ * peer's. A host has at most one loop peer; it has no address.
+ */
+enum {
+	RPAGE_TRANSPORT_AUTO	= 0,
+	RPAGE_TRANSPORT_RDMA	= 1,
+	RPAGE_TRANSPORT_LOOP	= 2,
+};
+
 /**
  * struct rpage_peer_config - add or delete a peer
  * @name: the operator's name for the peer, NUL-terminated, made of
@@ -190,16 +211,17 @@ struct rpage_endpoint_info {
  * @addr: where the peer's endpoint listens (add only; delete goes by
  *	@name and wants @addr zero). The address, whatever the port, is
  *	unique on this host: incoming connections are matched to peers by
- *	address alone.
+ *	address alone. Zero for a loop peer.
  * @flags: must be zero.
- * @reserved0: must be zero.
+ * @transport: RPAGE_TRANSPORT_* (add only; zero on delete). Before
+ *	RPAGE_FEATURE_TRANSPORT, reserved: must be zero.
  * @reserved: must be zero.
  */
 struct rpage_peer_config {
 	char  name[RPAGE_NAME_MAX];
 	struct rpage_addr addr;
 	__u32 flags;
-	__u32 reserved0;
+	__u32 transport;
 	__u64 reserved[4];
 };
 
@@ -244,6 +266,11 @@ enum {
  *	while the module is loaded.
  * @connects: connections established to the peer.
  * @rejects: connections the peer refused.
+ * @transport: RPAGE_TRANSPORT_RDMA or RPAGE_TRANSPORT_LOOP: the one in
+ *	use (RPAGE_FEATURE_TRANSPORT; zero on a module without it). A loop
+ *	peer has no queue pairs: @qps and @qps_connected are zero, and
+ *	@qps_inbound counts its one channel to this host's pools.
+ * @reserved0: zero.
  * @reserved: zero.
  */
 struct rpage_peer_info {
@@ -260,7 +287,9 @@ struct rpage_peer_info {
 	__u32 id;
 	__u64 connects;
 	__u64 rejects;
-	__u64 reserved[4];
+	__u32 transport;
+	__u32 reserved0;
+	__u64 reserved[3];
 };
 
 /* Pool flags. Every pool is readable by the peers. */

@@ -1,0 +1,327 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * rpage: the loop transport - this host as its own peer, with no network
+ * (rpagectl peer add NAME transport loop), the way nvme-loop serves a
+ * target's namespaces to the same host.
+ *
+ * Everything above the transport is what a remote peer gets: the peer's
+ * state machine, its pool table, the withdrawal handshake, rpage_xfer()
+ * and the fault path. The exporter's side is a channel like a reader's
+ * first queue pair (struct rpage_in_conn on the peer's inbound list), so
+ * the pool table reaches the reader through rpage-pool.c's queue and
+ * rpage_msg_received(); messages each way are handed over in the
+ * sender's context instead of sent. Pools are announced without memory
+ * regions, and a transfer copies pages between the caller's and those of
+ * the listed pool, which it holds meanwhile: a pool destroyed under a
+ * transfer keeps its memory until the copy is done.
+ *
+ * The peer's one "connection" is @reader below: up from a connect to the
+ * next close, and held for reading by everyone who delivers a message to
+ * the reader or moves pages, so that a close waits for them and nothing
+ * reaches a pool table once it is cleared. Nothing can be lost in
+ * between, so there are no heartbeats.
+ */
+#include "rpage-pri.h"
+#include "rpage-trace.h"
+
+#include <linux/highmem.h>
+#include <linux/sched/signal.h>
+#include <linux/slab.h>
+
+/* Pages a transfer copies between two looks for a reason to stop. */
+#define RPAGE_LOOP_BATCH	32
+
+/**
+ * struct rpage_loop - a loop peer's transport state (peer->tp)
+ * @reader: the reader's side: its state is the connection's, its users
+ *	are those of the connection (see the top of the file).
+ * @chan: the exporter's channel to the reader while connected; set and
+ *	cleared under the peer's lock, read under @reader's users.
+ */
+struct rpage_loop {
+	struct rpage_conn reader;
+	struct rpage_in_conn *chan;
+};
+
+/**
+ * struct rpage_loop_run - a transfer while it runs over the loop
+ * @run: what the core keeps of it.
+ * @lp: the loop, its @reader users held during an attempt.
+ * @pools: the listed pool of each range, held from the range's first
+ *	page to the end of the attempt.
+ */
+struct rpage_loop_run {
+	struct rpage_xfer_run run;
+	struct rpage_loop *lp;
+	struct rpage_pool **pools;
+};
+
+static int rpage_loop_peer_init(struct rpage_peer *peer)
+{
+	struct rpage_loop *lp;
+
+	lp = kzalloc(sizeof(*lp), GFP_KERNEL);
+	if (!lp)
+		return -ENOMEM;
+	rpage_conn_init(&lp->reader, peer, false, 0);
+	peer->tp = lp;
+	return 0;
+}
+
+static void rpage_loop_peer_free(struct rpage_peer *peer)
+{
+	kfree(peer->tp);
+}
+
+/*
+ * @lp's reader side held for reading, if it is up: 0, or -ENOTCONN
+ * (nothing held).
+ */
+static int rpage_loop_use(struct rpage_loop *lp)
+{
+	down_read(&lp->reader.users);
+	if (READ_ONCE(lp->reader.state) != RPAGE_CONN_CONNECTED) {
+		up_read(&lp->reader.users);
+		return -ENOTCONN;
+	}
+	return 0;
+}
+
+/*
+ * Opens the exporter's channel to the reader, which queues it the pool
+ * table, and waits for the table to arrive, as a remote peer's connect
+ * does.
+ */
+static int rpage_loop_connect(struct rpage_peer *peer, u32 *reason,
+			      char *cause, size_t len)
+{
+	struct rpage_loop *lp = peer->tp;
+	struct rpage_in_conn *in;
+	int ret;
+
+	lockdep_assert_held(&peer->lock);
+	reinit_completion(&peer->synced);
+	in = kzalloc(sizeof(*in), GFP_KERNEL);
+	if (!in) {
+		snprintf(cause, len, "no memory for the loop channel");
+		return -ENOMEM;
+	}
+	rpage_conn_init(&in->c, peer, true, 0);
+	rpage_pools_channel_init(in);
+	/* The channel holds the peer, as an accepted queue pair does. */
+	kref_get(&peer->ref);
+	ret = rpage_peer_inbound_add(peer, in);
+	if (ret) {
+		rpage_peer_put(peer);
+		kfree(in);
+		snprintf(cause, len, "opening the loop channel: error %d", ret);
+		return ret;
+	}
+	WRITE_ONCE(lp->chan, in);
+
+	spin_lock(&peer->state_lock);
+	peer->remote_node_id = rpage_node_id;
+	peer->remote_proto = RPAGE_PROTO_MAJOR << 16 | RPAGE_PROTO_MINOR;
+	__rpage_conn_set_state(&lp->reader, RPAGE_CONN_CONNECTED);
+	spin_unlock(&peer->state_lock);
+
+	rpage_peer_inbound_established(in);
+	return rpage_peer_wait_synced(peer, cause, len);
+}
+
+static bool rpage_loop_connected(struct rpage_peer *peer)
+{
+	struct rpage_loop *lp = peer->tp;
+
+	lockdep_assert_held(&peer->state_lock);
+	return lp->reader.state == RPAGE_CONN_CONNECTED;
+}
+
+/*
+ * Takes the loop down: once no delivery or transfer is left on it, the
+ * core clears the pool table, and the exporter's channel is released
+ * with what it had queued for the reader.
+ */
+static void rpage_loop_close(struct rpage_peer *peer)
+{
+	struct rpage_loop *lp = peer->tp;
+
+	lockdep_assert_held(&peer->lock);
+	rpage_conn_set_state(&lp->reader, RPAGE_CONN_CLOSED);
+	down_write(&lp->reader.users);
+	up_write(&lp->reader.users);
+	/* Only a close claims it: nobody else knows it has no queue pair. */
+	if (lp->chan) {
+		rpage_peer_inbound_closed(lp->chan, "the loop peer closed");
+		WRITE_ONCE(lp->chan, NULL);
+	}
+}
+
+/*
+ * Hands a control message over to the other side, in the sender's
+ * context: with @chan NULL, the reader's to the exporter's receive path;
+ * else the exporter's on @chan to the reader's, if @chan is the channel
+ * of the loop that is up now (one released by an earlier close must not
+ * reach the table of a later connect).
+ */
+static int rpage_loop_hand_over(struct rpage_loop *lp, struct rpage_conn *chan,
+				const void *msg, u32 len)
+{
+	struct rpage_in_conn *cur;
+	int ret;
+
+	if (len > RPAGE_MSG_MAX)
+		return -EMSGSIZE;
+	ret = rpage_loop_use(lp);
+	if (ret)
+		return ret;
+	cur = READ_ONCE(lp->chan);
+	if (!cur || (chan && chan != &cur->c))
+		ret = -ENOTCONN;
+	else
+		rpage_msg_received(chan ? &lp->reader : &cur->c, msg, len);
+	up_read(&lp->reader.users);
+	return ret;
+}
+
+static int rpage_loop_send_ctl(struct rpage_peer *peer, const void *msg,
+			       u32 len)
+{
+	return rpage_loop_hand_over(peer->tp, NULL, msg, len);
+}
+
+static int rpage_loop_chan_send(struct rpage_conn *chan, const void *msg,
+				u32 len)
+{
+	return rpage_loop_hand_over(chan->peer->tp, chan, msg, len);
+}
+
+/* The run of @x, with the core's @tail bytes after its pools (*@tailp). */
+static struct rpage_xfer_run *rpage_loop_run_alloc(struct rpage_xfer *x,
+						   size_t tail, void **tailp)
+{
+	size_t pools = x->nr_ranges * sizeof(struct rpage_pool *);
+	struct rpage_loop_run *lr;
+
+	lr = kvzalloc(sizeof(*lr) + pools + tail, GFP_KERNEL | __GFP_NOWARN);
+	if (!lr)
+		return NULL;
+	lr->pools = (void *)(lr + 1);
+	*tailp = (void *)(lr + 1) + pools;
+	return &lr->run;
+}
+
+static void rpage_loop_run_free(struct rpage_xfer_run *run)
+{
+	kvfree(container_of(run, struct rpage_loop_run, run));
+}
+
+/* Takes the loop for an attempt, if it is up (-EAGAIN if not). */
+static int rpage_loop_xfer_begin(struct rpage_xfer_run *run)
+{
+	struct rpage_loop_run *lr = container_of(run, struct rpage_loop_run, run);
+	struct rpage_peer *peer = run->x->peer;
+
+	lr->lp = peer->tp;
+	if (rpage_loop_use(lr->lp))
+		return -EAGAIN;
+	if (rpage_peer_state(peer) != RPAGE_PEER_STATE_CONNECTED) {
+		up_read(&lr->lp->reader.users);
+		return -EAGAIN;
+	}
+	return 0;
+}
+
+/*
+ * The page of this host's pool behind page @g of the run (at *@offset in
+ * it), the pool of its range held for the rest of the attempt; an
+ * ERR_PTR if the pool is no longer listed (destroyed, or another
+ * incarnation) or too short.
+ */
+static struct page *rpage_loop_page(struct rpage_loop_run *lr, unsigned long g,
+				    u64 *offset)
+{
+	const struct rpage_rpool *rpool;
+	struct rpage_pool **pool;
+	struct page *page;
+
+	rpage_xfer_locate(&lr->run, g, &rpool, offset);
+	pool = &lr->pools[lr->run.range];
+	if (!*pool)
+		*pool = rpage_pool_get_listed(rpool->id, rpool->generation);
+	if (!*pool)
+		return ERR_PTR(-ENOENT);
+	/* The table said the range fits; the pool itself has the last word. */
+	page = rpage_pool_page(*pool, *offset);
+	return page ?: ERR_PTR(-ERANGE);
+}
+
+/*
+ * Copies every page not moved yet, in the caller's context; a killed
+ * caller stops between two batches.
+ */
+static int rpage_loop_xfer_move(struct rpage_xfer_run *run)
+{
+	struct rpage_loop_run *lr = container_of(run, struct rpage_loop_run, run);
+	struct rpage_xfer *x = run->x;
+	struct rpage_peer *peer = x->peer;
+	unsigned long g, n = 0;
+	struct page *page;
+	u64 start, offset;
+
+	for_each_clear_bit(g, run->finished, x->nr_pages) {
+		if (n && !(n % RPAGE_LOOP_BATCH)) {
+			if (x->killable && fatal_signal_pending(current))
+				return -EINTR;
+			cond_resched();
+		}
+		page = rpage_loop_page(lr, g, &offset);
+		if (IS_ERR(page))
+			return PTR_ERR(page);
+		start = ktime_get_ns();
+		trace_rpage_io_post(peer->id, 0, x->write, offset, 1);
+		if (x->write)
+			copy_highpage(page, x->pages[g]);
+		else
+			copy_highpage(x->pages[g], page);
+		trace_rpage_io_done(peer->id, 0, x->write, 1, 0,
+				    ktime_get_ns() - start);
+		rpage_counters_io(&peer->counters, x->write, 1,
+				  ktime_get_ns() - start, false);
+		rpage_xfer_moved(run, g, 1);
+		n++;
+	}
+	return 0;
+}
+
+/* Gives the pools and the loop back. */
+static void rpage_loop_xfer_end(struct rpage_xfer_run *run)
+{
+	struct rpage_loop_run *lr = container_of(run, struct rpage_loop_run, run);
+	unsigned int r;
+
+	for (r = 0; r < run->x->nr_ranges; r++) {
+		if (lr->pools[r])
+			rpage_pool_put_listed(lr->pools[r]);
+		lr->pools[r] = NULL;
+	}
+	up_read(&lr->lp->reader.users);
+}
+
+const struct rpage_transport_ops rpage_loop_transport = {
+	.name		= "loop",
+	.id		= RPAGE_TRANSPORT_LOOP,
+	.regions	= false,
+	.peer_init	= rpage_loop_peer_init,
+	.peer_free	= rpage_loop_peer_free,
+	.connect	= rpage_loop_connect,
+	.connected	= rpage_loop_connected,
+	.close		= rpage_loop_close,
+	.send_ctl	= rpage_loop_send_ctl,
+	.chan_send	= rpage_loop_chan_send,
+	.run_alloc	= rpage_loop_run_alloc,
+	.run_free	= rpage_loop_run_free,
+	.xfer_begin	= rpage_loop_xfer_begin,
+	.xfer_move	= rpage_loop_xfer_move,
+	.xfer_end	= rpage_loop_xfer_end,
+};
