@@ -127,7 +127,10 @@ static int parse_addr(const char *what, const char *text, __u16 port,
 
 static void format_addr(const struct rpage_addr *addr, char *buf, size_t len)
 {
-	if (rpage_addr_format(addr, buf, len) < 0)
+	/* A loop peer has none. */
+	if (!addr->family)
+		snprintf(buf, len, "-");
+	else if (rpage_addr_format(addr, buf, len) < 0)
 		snprintf(buf, len, "family-%u", addr->family);
 }
 
@@ -153,6 +156,13 @@ static void format_errno(__u32 raw, char *buf, size_t len)
 static const char *const endpoint_states[] = {
 	[RPAGE_ENDPOINT_LISTENING] = "listening",
 	[RPAGE_ENDPOINT_DOWN] = "down",
+};
+
+/* A module without RPAGE_FEATURE_TRANSPORT reports 0: it has only RDMA. */
+static const char *const transports[] = {
+	[RPAGE_TRANSPORT_AUTO] = "rdma",
+	[RPAGE_TRANSPORT_RDMA] = "rdma",
+	[RPAGE_TRANSPORT_LOOP] = "loop",
 };
 
 static const char *const peer_states[] = {
@@ -405,13 +415,17 @@ int cmd_endpoint(int argc, char **argv)
 
 static void peer_usage(void)
 {
-	puts("Usage: rpagectl peer add NAME addr ADDR [ port PORT ] [ loss-timeout SECONDS ]\n"
+	puts("Usage: rpagectl peer add NAME addr ADDR [ port PORT ] [ transport { auto | rdma } ]\n"
+	     "                         [ loss-timeout SECONDS ]\n"
+	     "       rpagectl peer add NAME transport loop [ loss-timeout SECONDS ]\n"
 	     "       rpagectl peer set NAME loss-timeout SECONDS\n"
 	     "       rpagectl peer del NAME\n"
 	     "       rpagectl peer [ show [ NAME ] ]\n"
 	     "NAME := 1 to 63 of A-Z a-z 0-9 . _ -\n"
 	     "ADDR := { IPV4-ADDRESS | IPV6-ADDRESS[%INTERFACE] }\n"
 	     "PORT := 1..65535 (default 7471)\n"
+	     "transport: auto (the default) is rdma; loop is this host itself, no\n"
+	     "           network: its own pools, read by copying (one loop peer per host)\n"
 	     "SECONDS := 0 to 86400, to the millisecond: how long transfers wait for the\n"
 	     "           peer to come back before they fail (0: at once; default: the\n"
 	     "           module parameter loss_timeout_ms)");
@@ -441,6 +455,8 @@ static void peer_print(struct json_writer *jw, const struct rpage_peer_info *inf
 	print_str(jw, "addr", "addr", addr);
 	print_u64(jw, "port", "port", info->addr.port);
 	print_str(jw, "state", "state", NAME_OF(peer_states, info->state));
+	print_str(jw, "transport", "transport",
+		  NAME_OF(transports, info->transport));
 	if (jw) {
 		json_uint(jw, "qps", info->qps);
 		json_uint(jw, "qps_connected", info->qps_connected);
@@ -564,14 +580,37 @@ static int peer_set_on_device(const struct rpage_peer_set *set)
 	return ret;
 }
 
-/* peer add NAME addr ADDR [ port PORT ] [ loss-timeout SECONDS ] */
+/* The transport called @text: 0, or an error with its message. */
+static int parse_transport(const char *subject, const char *text, __u32 *out)
+{
+	if (!strcmp(text, "auto"))
+		*out = RPAGE_TRANSPORT_AUTO;
+	else if (!strcmp(text, "rdma"))
+		*out = RPAGE_TRANSPORT_RDMA;
+	else if (!strcmp(text, "loop"))
+		*out = RPAGE_TRANSPORT_LOOP;
+	else
+		return usage_error("%s: unknown transport '%s' (auto, rdma or loop)",
+				   subject, text);
+	return 0;
+}
+
+/*
+ * peer add NAME addr ADDR [ port PORT ] [ transport auto|rdma ]
+ *	[ loss-timeout SECONDS ]
+ * peer add NAME transport loop [ loss-timeout SECONDS ]
+ */
 static int peer_add(int argc, char **argv)
 {
 	const char *addr_text = NULL, *port_text = NULL, *loss_text = NULL;
-	static const char *const keys[] = { "addr", "port", "loss-timeout" };
+	const char *transport_text = NULL;
+	static const char *const keys[] = { "addr", "port", "loss-timeout",
+					    "transport" };
 	const char *what = "peer add";
 	struct rpage_peer_config peer;
 	struct rpage_peer_set set;
+	struct rpage_api api;
+	__u32 transport = RPAGE_TRANSPORT_AUTO;
 	char subject[96];
 	__u16 port = RPAGE_DEFAULT_PORT;
 	const char *words = NULL;
@@ -583,10 +622,11 @@ static int peer_add(int argc, char **argv)
 	if (ret)
 		return ret;
 	for (int i = 1; i < argc; i += 2) {
-		const char **slots[] = { &addr_text, &port_text, &loss_text };
+		const char **slots[] = { &addr_text, &port_text, &loss_text,
+					 &transport_text };
 		int k = -1;
 
-		for (int j = 0; j < 3; j++)
+		for (int j = 0; j < 4; j++)
 			if (matches(argv[i], keys[j]))
 				k = j;
 		if (k < 0)
@@ -600,9 +640,17 @@ static int peer_add(int argc, char **argv)
 					   argv[0], keys[k]);
 		*slots[k] = argv[i + 1];
 	}
-	if (!addr_text)
-		return usage_error("%s %s: missing 'addr ADDR'", what, argv[0]);
 	snprintf(subject, sizeof(subject), "%s %s", what, argv[0]);
+	if (transport_text) {
+		ret = parse_transport(subject, transport_text, &transport);
+		if (ret)
+			return ret;
+	}
+	if (transport == RPAGE_TRANSPORT_LOOP && (addr_text || port_text))
+		return usage_error("%s: a loop peer is this host: it takes no 'addr' or 'port'",
+				   subject);
+	if (transport != RPAGE_TRANSPORT_LOOP && !addr_text)
+		return usage_error("%s %s: missing 'addr ADDR'", what, argv[0]);
 	if (port_text) {
 		ret = parse_port(subject, port_text, &port);
 		if (ret)
@@ -616,15 +664,24 @@ static int peer_add(int argc, char **argv)
 		set.mask = RPAGE_PEER_SET_LOSS_TIMEOUT;
 	}
 	memset(&peer, 0, sizeof(peer));
-	ret = parse_addr(subject, addr_text, port, &peer.addr);
-	if (ret)
-		return ret;
+	if (addr_text) {
+		ret = parse_addr(subject, addr_text, port, &peer.addr);
+		if (ret)
+			return ret;
+	}
+	peer.transport = transport;
 	memcpy(peer.name, argv[0], strlen(argv[0]));
 	memcpy(set.name, argv[0], strlen(argv[0]));
 
-	fd = open_device(NULL);
+	fd = open_device(&api);
 	if (fd < 0)
 		return 1;
+	if (transport != RPAGE_TRANSPORT_AUTO &&
+	    !(api.features & RPAGE_FEATURE_TRANSPORT)) {
+		close(fd);
+		return fail_cmd(what, argv[0], EOPNOTSUPP,
+				"this rpage.ko has no choice of transport");
+	}
 	ret = rpage_peer_add(fd, &peer);
 	/*
 	 * The peer has the default loss timeout for the moment in between:
@@ -647,7 +704,9 @@ static int peer_add(int argc, char **argv)
 
 	switch (-ret) {
 	case EEXIST:
-		words = "a peer with that name or address already exists";
+		words = transport == RPAGE_TRANSPORT_LOOP ?
+			"a peer with that name, or a loop peer, already exists" :
+			"a peer with that name or address already exists";
 		break;
 	case EINVAL:
 		words = "the module refused this name or address";
