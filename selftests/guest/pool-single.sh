@@ -253,8 +253,86 @@ test_adjacent_ranges_share_a_read() {
 	expect_eq "$(trace_count rpage_io_done)" 4 "io_done events"
 }
 
+# The loop transport: this host as its own peer "lo", no wire. Its pools
+# come through the same pool table, and what one transport wrote the
+# other reads, byte for byte.
+test_loop_peer_add() {
+	"$RPAGECTL" peer add lo transport loop || fail "peer add lo transport loop" || return
+	wait_until 30 peer_is lo connected || fail "lo not connected" || return
+	"$RPAGECTL" peer show lo
+	"$RPAGECTL" -j peer show lo |
+		jq -e '.[0].transport == "loop" and .[0].addr == "-" and .[0].qps == 0 and .[0].qps_inbound == 1' > /dev/null ||
+		fail "peer show lo: not a connected loop peer" || return
+	"$RPAGECTL" -j peer show self | jq -e '.[0].transport == "rdma"' > /dev/null ||
+		fail "peer show self: not over rdma" || return
+	wait_until 30 remote_pool_listed lo 1 || fail "pool 1 not listed through lo" || return
+	wait_until 30 remote_pool_listed lo 2 || fail "pool 2 not listed through lo" || return
+	if "$RPAGECTL" peer add lo2 transport loop 2> /tmp/err; then
+		fail "a second loop peer was added"
+		return
+	fi
+	cat /tmp/err
+	grep -q "a loop peer, already exists" /tmp/err || fail "no reason given for the second loop peer" || return
+	if "$RPAGECTL" peer add lo2 transport loop addr "$SELF" 2> /tmp/err; then
+		fail "a loop peer with an address was added"
+		return
+	fi
+	cat /tmp/err
+	grep -q "takes no 'addr'" /tmp/err || fail "no reason given for the address"
+}
+
+test_loop_and_rdma_read_each_others_writes() {
+	"$PATTERN" write self 2 0 8M --seed 11 || return
+	"$PATTERN" read lo 2 0 8M --seed 11 || fail "lo read what self wrote wrong" || return
+	"$PATTERN" write lo 2 0 8M --seed 12 --batch 1 || return
+	"$PATTERN" read self 2 0 8M --seed 12 || fail "self read what lo wrote wrong" || return
+	"$PATTERN" read lo 2 4K 4M --seed 12 --batch 1 || return
+	"$RPAGECTL" read lo 1 0 64M file /tmp/p1 || fail "rpagectl read over lo" || return
+	head -c 64M /dev/zero | cmp - /tmp/p1 || fail "pool 1 over lo is not all zeros" || return
+	rm -f /tmp/p1
+	# Pool 2 as the tests after these want it, written over the loop.
+	"$PATTERN" write lo 2 0 8M --seed 7 || return
+	"$PATTERN" read self 2 0 8M --seed 7
+}
+
+# The loop needs no RDMA device: with rxe0 gone, faults, prefetch and
+# eviction of pool 2 still go through lo, every byte checked.
+test_loop_without_an_rdma_device() {
+	local fault=$SELFTESTS/rpage_fault
+	rdma link delete rxe0 || fail "rdma link delete" || return
+	[ -z "$(rpage_devices)" ] || fail "devices listed with rxe0 gone" || return
+	"$fault" touch lo 2 8M --seed 7 --expect-faults 2048 ||
+		fail "faults over lo with no RDMA device" || return
+	"$fault" prefetch lo 2 8M --wait --seed 7 || fail "prefetch over lo" || return
+	"$PATTERN" write lo 2 0 1M --seed 0 || return
+	"$fault" evict lo 2 0 1M --seed 13 || fail "evict over lo" || return
+	"$PATTERN" read lo 2 0 1M --seed 13 || fail "evicted pages over lo" || return
+	"$PATTERN" write lo 2 0 1M --seed 7 || return
+	rdma link add rxe0 type rxe netdev eth0 || fail "rdma link add" || return
+	wait_until 60 peer_is self connected || fail "self not back" || return
+	wait_until 30 remote_pool_listed self 2 || fail "pool 2 not announced again" || return
+	"$PATTERN" read self 2 0 8M --seed 7
+}
+
+test_loop_write_to_a_read_only_pool() {
+	if "$RPAGECTL" write lo 1 0 4K file /dev/zero 2> /tmp/err; then
+		fail "wrote a read-only pool over lo"
+		return
+	fi
+	cat /tmp/err
+}
+
+test_loop_peer_del() {
+	"$RPAGECTL" peer del lo || fail "peer del lo" || return
+	"$RPAGECTL" -j peer show | jq -e 'all(.[]; .name != "lo")' > /dev/null ||
+		fail "lo still listed"
+}
+
 test_unload_with_pools() {
-	rpage_unload || fail "rmmod with pools and a connected peer" || return
+	# A loop peer too, connected, with the pools in its table.
+	"$RPAGECTL" peer add lo transport loop || fail "peer add lo" || return
+	wait_until 30 remote_pool_listed lo 2 || fail "pool 2 not listed through lo" || return
+	rpage_unload || fail "rmmod with pools, a connected peer and a loop peer" || return
 	expect_eq "$(rdma resource show rxe0 | sed 's/^[0-9]*: rxe0: //')" "$RXE_BARE" "rxe0 resources after unload"
 }
 
@@ -273,6 +351,19 @@ tap_end
 
 RPAGE_TEST_PEER=self run_kselftest pool "$SELFTESTS/rpage_pool_test"
 RPAGE_TEST_PEER=self run_kselftest map "$SELFTESTS/rpage_map_test"
+
+tap_begin loop-single
+run_test loop_peer_added_listed_as_such test_loop_peer_add
+run_test loop_and_rdma_read_each_others_writes test_loop_and_rdma_read_each_others_writes
+run_test loop_write_to_a_read_only_pool_refused test_loop_write_to_a_read_only_pool
+run_test loop_faults_prefetch_evict_without_an_rdma_device test_loop_without_an_rdma_device
+tap_end
+
+RPAGE_TEST_PEER=lo run_kselftest map-loop "$SELFTESTS/rpage_map_test"
+
+tap_begin loop-single-end
+run_test loop_peer_deleted test_loop_peer_del
+tap_end
 
 tap_begin fault-single
 run_test tracepoints_see_the_fault_path test_tracepoints_see_faults
