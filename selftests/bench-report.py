@@ -49,6 +49,14 @@ COMPARISONS = [
     # p50s under TCG; a real NIC's 3 us READ would not.
     ("fault overhead p50, random", "trace_fault_overhead", "p50_ns", "uffd_rdma_random_overhead", "p50_ns", 1 / 3, "lower"),
     ("fault overhead p99, random", "trace_fault_overhead", "p99_ns", "uffd_rdma_random_overhead", "p99_ns", None, "lower"),
+    # The loop transport: a fault on host B's own pool with no wire at
+    # all, against a userfaultfd handler that installs each page from
+    # local memory (UFFDIO_COPY, no fetch). With nothing on the wire,
+    # each figure is its fault path's own cost.
+    ("fault overhead p50, random, loop (no wire)", "loop_fault_random", "p50_ns", "uffd_local_random", "p50_ns", 1 / 3, "lower"),
+    ("fault overhead p99, random, loop (no wire)", "loop_fault_random", "p99_ns", "uffd_local_random", "p99_ns", None, "lower"),
+    ("fault p50, 4 threads, loop (no wire)", "loop_fault_t4", "p50_ns", "uffd_local_random_t4", "p50_ns", None, "lower"),
+    ("faults MiB/s, 4 threads, loop (no wire)", "loop_fault_t4_tput", "mib_per_s", "uffd_local_random_t4_tput", "mib_per_s", None, "higher"),
     ("fault p99 / p50, random", "fault_random", "p99_ns", "fault_random", "p50_ns", 3.0, "lower"),
     ("fault p99 / p50, sequential", "fault_seq", "p99_ns", "fault_seq", "p50_ns", 3.0, "lower"),
     ("prefetch + touch MiB/s", "prefetch_touch_tput", "mib_per_s", "ib_read_bw", "mib_per_s", 0.9, "higher"),

@@ -6,7 +6,7 @@
  * remote page faults, RPAGE_IOC_READ and prefetch.
  *
  *   rpage-bench PEER POOL [--size BYTES] [--samples-dir DIR]
- *               [--only NAME[,NAME...]] [--iterations N]
+ *               [--only NAME[,NAME...]] [--iterations N] [--prefix P]
  *
  * --size: the bytes, from the pool's start, every benchmark works on:
  *	64M by default; a multiple of the page size, K, M or G may follow.
@@ -17,6 +17,8 @@
  *	full name selects all whose names start with it ("fault_t").
  * --iterations: the READs of read_lat_qd1; one per page of --size by
  *	default.
+ * --prefix: P goes before the name of every record and samples file
+ *	("loop_" for a loop peer's figures: loop_fault_random).
  *
  * The benchmarks, in the order they run; each touch benchmark works on
  * a fresh mapping, so that every first touch is a remote fault:
@@ -91,6 +93,7 @@ struct ctx {
 	uint64_t size, pages;		/* used of the pool, from its start */
 	uint64_t iterations;		/* of read_lat_qd1 */
 	const char *samples_dir;	/* NULL: no sample files */
+	const char *prefix;		/* of every record's name */
 	uint64_t selected;		/* bit i: benches[i] runs */
 	int fd;
 	__u32 peer_id;
@@ -222,11 +225,14 @@ static bool samples_write(const char *dir, const char *name,
 static bool lat_report(const struct ctx *c, const char *name, uint64_t *ns,
 		       uint64_t n)
 {
-	if (c->samples_dir && !samples_write(c->samples_dir, name, ns, n))
+	char full[128];
+
+	snprintf(full, sizeof(full), "%s%s", c->prefix, name);
+	if (c->samples_dir && !samples_write(c->samples_dir, full, ns, n))
 		return false;
 	qsort(ns, n, sizeof(*ns), cmp_u64);
 	printf("{\"bench\":\"%s\",\"kind\":\"latency\",\"samples\":%" PRIu64
-	       ",\"min_ns\":%" PRIu64, name, n, ns[0]);
+	       ",\"min_ns\":%" PRIu64, full, n, ns[0]);
 	for (size_t i = 0; i < ARRAY_LEN(percentiles); i++)
 		printf(",\"%s\":%" PRIu64, percentiles[i].key,
 		       percentile(ns, n, percentiles[i].permille));
@@ -239,14 +245,15 @@ static bool lat_report(const struct ctx *c, const char *name, uint64_t *ns,
  * The throughput record @name@suffix of @bytes in @wall_ns; @extra, more
  * fields (",\"key\":value..."), goes at its end.
  */
-static void tput_report(const char *name, const char *suffix, uint64_t bytes,
-			uint64_t wall_ns, const char *extra)
+static void tput_report(const struct ctx *c, const char *name,
+			const char *suffix, uint64_t bytes, uint64_t wall_ns,
+			const char *extra)
 {
 	double s = (double)(wall_ns ? wall_ns : 1) / NSEC_PER_SEC;
 
-	printf("{\"bench\":\"%s%s\",\"kind\":\"throughput\",\"bytes\":%" PRIu64
+	printf("{\"bench\":\"%s%s%s\",\"kind\":\"throughput\",\"bytes\":%" PRIu64
 	       ",\"seconds\":%.6f,\"mib_per_s\":%.3f,\"pages_per_s\":%.1f%s}\n",
-	       name, suffix, bytes, s, (double)bytes / (1 << 20) / s,
+	       c->prefix, name, suffix, bytes, s, (double)bytes / (1 << 20) / s,
 	       (double)bytes / (double)page / s, extra);
 	fflush(stdout);
 }
@@ -544,7 +551,7 @@ static bool bench_touch(const struct ctx *c, const struct bench *b)
 			 (unsigned long long)st.faults,
 			 (unsigned long long)st.prefetch_hits);
 	if (b->tput)
-		tput_report(b->name, "_tput", c->size, wall, extra);
+		tput_report(c, b->name, "_tput", c->size, wall, extra);
 out:
 	free(ns);
 	free(order);
@@ -624,7 +631,7 @@ static bool bench_read_tput(const struct ctx *c, const struct bench *b)
 		wall = now_ns() - t0;
 	}
 	if (ok)
-		tput_report(b->name, "", done, wall, "");
+		tput_report(c, b->name, "", done, wall, "");
 	free(buf);
 	return ok;
 }
@@ -669,7 +676,7 @@ static bool bench_read_scatter(const struct ctx *c, const struct bench *b)
 		wall = now_ns() - t0;
 	}
 	if (ok)
-		tput_report(b->name, "", done, wall, "");
+		tput_report(c, b->name, "", done, wall, "");
 	free(buf);
 	free(iov);
 	return ok;
@@ -702,7 +709,7 @@ _Static_assert(ARRAY_LEN(benches) <= 64, "struct ctx.selected is 64 bits");
 static int usage(void)
 {
 	fail("usage: rpage-bench PEER POOL [--size BYTES] [--samples-dir DIR] "
-	     "[--only NAME[,NAME...]] [--iterations N]");
+	     "[--only NAME[,NAME...]] [--iterations N] [--prefix P]");
 	return 1;
 }
 
@@ -775,6 +782,15 @@ static bool set_option(struct ctx *c, const char *opt, const char *val)
 		c->samples_dir = val;
 		return true;
 	}
+	if (!strcmp(opt, "--prefix")) {
+		/* It names files in --samples-dir too. */
+		if (strlen(val) < 64 && !strchr(val, '/')) {
+			c->prefix = val;
+			return true;
+		}
+		fail("--prefix '%s': at most 63 characters, no '/'", val);
+		return false;
+	}
 	if (!strcmp(opt, "--iterations")) {
 		if (!get_number("iterations", val, &c->iterations))
 			return false;
@@ -793,7 +809,7 @@ static bool parse_args(int argc, char **argv, struct ctx *c)
 	int npos = 0;
 
 	*c = (struct ctx) {
-		.size = DEFAULT_SIZE, .fd = -1,
+		.size = DEFAULT_SIZE, .fd = -1, .prefix = "",
 		.selected = ~0ULL >> (64 - ARRAY_LEN(benches)),
 	};
 	for (int i = 1; i < argc; i++) {

@@ -11,6 +11,7 @@
  *   rpage_uffd_baseline fault --server IP --transport rdma|tcp --size BYTES
  *                       [--port P] [--order seq|random] [--threads N]
  *                       [--name NAME] [--samples-dir DIR] [--seed S]
+ *   rpage_uffd_baseline fault --transport local --size BYTES [--order ...]
  *
  * serve (host A) fills BYTES with baseline_pattern() and serves them to
  * any number of clients: for RDMA READ over RC connections on the RDMA
@@ -26,6 +27,10 @@
  * bench_report_latency() and bench_report_throughput()): the touches'
  * latency, their throughput, and NAME_overhead, the handler's own time
  * on each fault beyond its fetch's time on the wire (struct fault).
+ * With --transport local there is no server and no wire: the handler
+ * installs each page with UFFDIO_COPY straight from a local copy of the
+ * pattern, the baseline of rpage's loop transport, and its overhead is
+ * its whole time on the fault.
  *
  * Exit status 0 on success, 1 on failure with one line on stderr.
  *
@@ -1122,6 +1127,13 @@ static int cmd_serve(int argc, char **argv)
 enum transport {
 	TRANSPORT_RDMA,
 	TRANSPORT_TCP,
+	TRANSPORT_LOCAL,
+};
+
+static const char *const transport_names[] = {
+	[TRANSPORT_RDMA] = "rdma",
+	[TRANSPORT_TCP] = "tcp",
+	[TRANSPORT_LOCAL] = "local",
 };
 
 struct fault_opts {
@@ -1155,6 +1167,7 @@ struct fault {
 	size_t handled;
 	uint64_t fetch_ns;	/* the last fetch's time on the wire */
 	void *bounce;		/* where a page lands before UFFDIO_COPY */
+	uint8_t *local;		/* --transport local: the pattern, to copy from */
 	int uffd;
 	int stop_fd;		/* eventfd: the handler may stop */
 	int tcp_fd;
@@ -1181,9 +1194,10 @@ static void fault_usage(FILE *out)
 		"usage: " PROG " fault --server IP --transport rdma|tcp --size BYTES [--port P]\n"
 		"       [--order seq|random] [--threads N] [--name NAME] [--samples-dir DIR]\n"
 		"       [--seed S]\n"
+		"       " PROG " fault --transport local --size BYTES [--order ...]\n"
 		"Touch BYTES of userfaultfd-registered memory that a handler thread fills\n"
-		"from 'serve' on IP (port %d for rdma, %d for tcp), and print the\n"
-		"latency and throughput as JSON lines.\n",
+		"from 'serve' on IP (port %d for rdma, %d for tcp), or from a local copy,\n"
+		"and print the latency and throughput as JSON lines.\n",
 		DEFAULT_RDMA_PORT, DEFAULT_TCP_PORT);
 }
 
@@ -1211,7 +1225,6 @@ static bool fault_parse_name(const char *text)
 static bool fault_parse_one(int c, void *opts)
 {
 	struct fault_opts *o = opts;
-	bool tcp = false;
 	uint64_t val;
 
 	switch (c) {
@@ -1219,12 +1232,15 @@ static bool fault_parse_one(int c, void *opts)
 		o->server = optarg;
 		return true;
 	case 'T':
-		o->have_transport = true;
-		if (!fault_parse_choice("--transport", optarg, "tcp", "rdma",
-					&tcp))
-			return false;
-		o->transport = tcp ? TRANSPORT_TCP : TRANSPORT_RDMA;
-		return true;
+		for (size_t i = 0; i < sizeof(transport_names) / sizeof(transport_names[0]); i++) {
+			if (!strcmp(optarg, transport_names[i])) {
+				o->transport = i;
+				o->have_transport = true;
+				return true;
+			}
+		}
+		pr_err("--transport '%s' is not rdma, tcp or local", optarg);
+		return false;
 	case 'p':
 		return parse_port("--port", optarg, &o->port);
 	case 's':
@@ -1274,8 +1290,9 @@ static int fault_parse(int argc, char **argv, struct fault_opts *o)
 	if (parse_options(argc, argv, "fault", longopts, fault_parse_one, o,
 			  fault_usage))
 		return -1;
-	if (!o->server || !o->have_transport || !o->size) {
-		pr_err("fault: --server, --transport and --size are required (see fault --help)");
+	if (!o->have_transport || !o->size ||
+	    !o->server != (o->transport == TRANSPORT_LOCAL)) {
+		pr_err("fault: --transport and --size are required, and --server unless local (see fault --help)");
 		return -1;
 	}
 	if (!o->port)
@@ -1361,8 +1378,10 @@ static void resolve_fault(struct fault *f, uint64_t address, uint64_t start)
 
 	if (f->opts.transport == TRANSPORT_TCP)
 		tcp_fetch(f, offset);
-	else
+	else if (f->opts.transport == TRANSPORT_RDMA)
 		rdma_fetch(f, offset);
+	else
+		copy.src = (uintptr_t)f->local + offset;
 
 	while (ioctl(f->uffd, UFFDIO_COPY, &copy)) {
 		/* A second message for a page already in: nothing to do. */
@@ -1701,9 +1720,21 @@ static int fault_setup(struct fault *f)
 		pr_err("out of memory for the bounce buffer");
 		return -1;
 	}
-	if (f->opts.transport == TRANSPORT_TCP ? fault_tcp_connect(f) :
-						 fault_rdma_connect(f))
+	if (f->opts.transport == TRANSPORT_LOCAL) {
+		f->local = mmap(NULL, f->opts.size, PROT_READ | PROT_WRITE,
+				MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+		if (f->local == MAP_FAILED) {
+			f->local = NULL;
+			pr_err("mmap of %" PRIu64 " bytes for the local copy: %s",
+			       f->opts.size, strerror(errno));
+			return -1;
+		}
+		for (uint64_t i = 0; i < f->opts.size / 8; i++)
+			((uint64_t *)f->local)[i] = htole64(baseline_pattern(i * 8));
+	} else if (f->opts.transport == TRANSPORT_TCP ? fault_tcp_connect(f) :
+							fault_rdma_connect(f)) {
 		return -1;
+	}
 
 	f->region = mmap(NULL, f->opts.size, PROT_READ | PROT_WRITE,
 			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
@@ -1800,6 +1831,8 @@ static void fault_teardown(struct fault *f)
 		close(f->stop_fd);
 	if (f->region)
 		munmap(f->region, f->opts.size);
+	if (f->local)
+		munmap(f->local, f->opts.size);
 	if (f->tcp_fd >= 0)
 		close(f->tcp_fd);
 	/* Lets serve drop the connection now instead of at a timeout. */
@@ -1822,7 +1855,7 @@ static void fault_teardown(struct fault *f)
 static void fault_default_name(struct fault *f)
 {
 	int len = snprintf(f->name, sizeof(f->name), "uffd_%s_%s",
-			   f->opts.transport == TRANSPORT_TCP ? "tcp" : "rdma",
+			   transport_names[f->opts.transport],
 			   f->opts.random ? "random" : "seq");
 
 	if (f->opts.threads > 1)

@@ -10,7 +10,9 @@
 # so that the report's ratios are medians of per-round ratios, which a
 # drift of the emulated wire over the run does not bias. B leaves JSON
 # lines and latency samples in $RPAGE_OUT/bench/ (the rounds' records in
-# rounds/N/) for the host to tabulate.
+# rounds/N/) for the host to tabulate. B also measures its own pool
+# through its loop peer "lo" (no wire) against a userfaultfd handler
+# that copies each page from local memory, in the rounds too.
 . "$RPAGE_REPO/selftests/guest/lib.sh"
 
 # Bytes each fault benchmark touches; iterations of the perftest runs
@@ -142,9 +144,43 @@ measure_on_b() {
 		done
 	done
 	cat "$OUT/uffd.jsonl"
+	loop_setup || return
+	measure_loop "$OUT" "$SIZE" || return
 	measure_rounds || return
+	touch /tmp/until-loop
 	"$RPAGECTL" stat peer "$PEER"
 	profile_faults
+}
+
+# On B: its own pool 2, with the pattern, read through its loop peer.
+loop_setup() {
+	rm -f /tmp/ready-loop /tmp/until-loop
+	"$PATTERN" export 2 "$SIZE" --ready /tmp/ready-loop --until /tmp/until-loop > /dev/null &
+	wait_until 60 test -e /tmp/ready-loop || fail "local pool exporter not ready" || return
+	"$RPAGECTL" peer add lo transport loop || fail "peer add lo transport loop" || return
+	wait_until 30 remote_pool_listed lo 2 || fail "pool 2 not listed through lo"
+}
+
+# measure_loop DIR SIZE [R]: faults over the loop, one thread and four,
+# and the userfaultfd handler copying from local memory; the handler
+# first in even rounds, as in measure_rounds.
+measure_loop() {
+	if [ $(( ${3:-1} % 2 )) -eq 1 ]; then
+		loop_rpage "$1" "$2" && loop_uffd "$1" "$2"
+	else
+		loop_uffd "$1" "$2" && loop_rpage "$1" "$2"
+	fi
+}
+
+loop_rpage() {
+	"$BENCH" lo 2 --size "$2" --only fault_random,fault_t4 --prefix loop_ \
+		>> "$1/rpage.jsonl" || fail "rpage-bench over lo"
+}
+
+loop_uffd() {
+	"$UFFD" fault --transport local --size "$2" --order random >> "$1/uffd.jsonl" &&
+		"$UFFD" fault --transport local --size "$2" --order random --threads 4 \
+		>> "$1/uffd.jsonl" || fail "uffd baseline, local"
 }
 
 # round_rpage DIR R: round R's rpage figures: random faults, then a
@@ -180,6 +216,7 @@ measure_rounds() {
 		else
 			round_baselines "$dir" "$r" && round_rpage "$dir" "$r" || return
 		fi
+		measure_loop "$dir" "$ROUND_FAULT_SIZE" "$r" || return
 		echo "round $r of $ROUNDS:"
 		cat "$dir"/*.jsonl
 	done
