@@ -18,6 +18,7 @@ FUZZ_TOOL=$SELFTESTS/rpage_ioctl_fuzz
 FUZZ_PATTERN=$SELFTESTS/rpage_pattern
 FUZZ_SEED=${RPAGE_FUZZ_SEED:-13}
 FUZZ_CALLS=${RPAGE_FUZZ_CALLS:-100000}
+FUZZ_LOOP_CALLS=${RPAGE_FUZZ_LOOP_CALLS:-50000}
 # 100,000 calls take about 110 s on Debian's kernels here; KASAN and
 # lockdep slow each one down: the debug tier's kernel made 92,000 in
 # 480 s.
@@ -62,12 +63,13 @@ test_fuzz_setup() {
 	"$FUZZ_PATTERN" write self 2 0 1M --seed "$FUZZ_SEED"
 }
 
-test_fuzz_run() {
+# fuzz_run PEER SEED CALLS: the fuzzer against PEER's pools.
+fuzz_run() {
 	local rc calls start kmsg
-	dmesg -w > "$FUZZ_KMSG" 2>&1 &
+	dmesg -w >> "$FUZZ_KMSG" 2>&1 &
 	kmsg=$!
 	start=$(date +%s)
-	"$FUZZ_TOOL" -s "$FUZZ_SEED" -n "$FUZZ_CALLS" -j 4 -T "$FUZZ_MAX_S" \
+	"$FUZZ_TOOL" -P "$1" -s "$2" -n "$3" -j 4 -T "$FUZZ_MAX_S" \
 		> "$FUZZ_LOG" 2>&1
 	rc=$?
 	echo "fuzzer exited $rc after $(( $(date +%s) - start )) s"
@@ -77,12 +79,29 @@ test_fuzz_run() {
 	tail -n 60 "$FUZZ_LOG"
 	if [ "$rc" -ne 0 ]; then
 		fuzz_dmesg_tail
-		fail "the fuzzer exited $rc (seed $FUZZ_SEED)"
+		fail "the fuzzer exited $rc (peer $1, seed $2)"
 		return
 	fi
 	calls=$(sed -n 's/^summary: .* calls \([0-9]*\) .*/\1/p' "$FUZZ_LOG")
-	[ "${calls:-0}" -ge "$FUZZ_CALLS" ] ||
-		fail "${calls:-no} calls in ${FUZZ_MAX_S} s, want $FUZZ_CALLS"
+	[ "${calls:-0}" -ge "$3" ] ||
+		fail "${calls:-no} calls in ${FUZZ_MAX_S} s, want $3"
+}
+
+test_fuzz_run() {
+	fuzz_run self "$FUZZ_SEED" "$FUZZ_CALLS"
+}
+
+# Again with the loop peer "lo" as the fuzzer's peer: its copies race the
+# fuzzer's pools being created and destroyed, its mappings and evictions.
+# Then lo reads pool 2 right and goes.
+test_fuzz_loop_run() {
+	"$RPAGECTL" peer add lo transport loop || fail "peer add lo" || return
+	wait_until 30 remote_pool_listed lo 2 || fail "pool 2 not listed through lo" || return
+	FUZZ_LOG=$RPAGE_OUT/fuzz-loop.log fuzz_run lo "$((FUZZ_SEED + 1))" "$FUZZ_LOOP_CALLS" ||
+		return
+	peer_is lo connected || fail "lo not connected after the fuzzer" || return
+	"$FUZZ_PATTERN" read lo 2 0 1M --seed "$FUZZ_SEED" || fail "pool 2 over lo" || return
+	"$RPAGECTL" peer del lo || fail "peer del lo"
 }
 
 # Slab poisoning (slub_debug=P) fills freed objects with 0x6b, 'k': a
@@ -148,6 +167,7 @@ echo "# rxe0 without rpage: $FUZZ_RXE_BARE"
 tap_begin fuzz
 run_test module_loaded_and_self_connected test_fuzz_setup
 run_test fuzzer_runs_clean test_fuzz_run
+run_test fuzzer_runs_clean_over_the_loop test_fuzz_loop_run
 run_test no_freed_memory_in_the_log test_fuzz_no_freed_memory_printed
 run_test host_still_serves_its_pools test_fuzz_host_still_serves
 run_test nothing_of_the_fuzzer_left test_fuzz_left_nothing
