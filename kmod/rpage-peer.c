@@ -177,7 +177,6 @@ void rpage_peer_note_remote(struct rpage_peer *peer,
 	spin_unlock(&peer->state_lock);
 }
 
-/* The peer's pool table is complete: the attempt may finish. */
 /*
  * For a transport's connect, once its channels are up: waits for the
  * peer's pool table, without which a transfer would find no pool. 0, or
@@ -193,6 +192,7 @@ int rpage_peer_wait_synced(struct rpage_peer *peer, char *cause, size_t len)
 	return -ETIMEDOUT;
 }
 
+/* The peer's pool table is complete: the attempt may finish. */
 void rpage_peer_synced(struct rpage_peer *peer)
 {
 	complete(&peer->synced);
