@@ -33,7 +33,7 @@
  *
  * and answers each with one line on standard output, for shell tests:
  *
- *   malformed sent 27
+ *   malformed sent 28
  *   flood pools 300 acks 300
  *   readd sent 51234
  *   acks table 2 sent 1500 qps-accepted 7 qps-rejected 33 dels 1
@@ -551,7 +551,8 @@ static void one_add_init(struct rogue *r, struct one_add *a, uint64_t id)
 enum add_fault {
 	ADD_SHORT, ADD_COUNT, ADD_GEN0, ADD_LEN0, ADD_LEN_ODD, ADD_MRB0,
 	ADD_MRB_ODD, ADD_NR0, ADD_NR_HUGE, ADD_NR_WRONG, ADD_PAST_END,
-	ADD_FLAGS, ADD_NEXT_UNKNOWN, ADD_NEXT_GEN, ADD_NEXT_GAP, ADD_FAULTS,
+	ADD_FLAGS, ADD_NEXT_UNKNOWN, ADD_NEXT_GEN, ADD_NEXT_GAP,
+	ADD_NO_REGIONS, ADD_FAULTS,
 };
 
 static uint32_t bad_add(struct rogue *r, struct one_add *a, enum add_fault f)
@@ -619,6 +620,13 @@ static uint32_t bad_add(struct rogue *r, struct one_add *a, enum add_fault f)
 		a->add.length = htole64(4 * PAGE);
 		a->add.nr_mrs = htole32(4);
 		a->add.first_mr = htole32(2);
+		break;
+	case ADD_NO_REGIONS:
+		/* A loop transport's announcement: never over RDMA. */
+		a->add.mr_bytes = 0;
+		a->add.nr_mrs = 0;
+		a->add.count = 0;
+		len = sizeof(a->add);
 		break;
 	case ADD_FAULTS:
 		break;
