@@ -81,6 +81,24 @@ bool rpage_conn_set_state(struct rpage_conn *conn, enum rpage_conn_state new)
 }
 
 /*
+ * Holds @conn's users for reading if it is connected and, with
+ * @peer_up, its peer is too: true, and it stays until up_read() of its
+ * users; false with nothing held. Teardown marks a connection closed
+ * before it waits for its users, so a holder never sees it destroyed.
+ */
+bool rpage_conn_use(struct rpage_conn *conn, bool peer_up)
+{
+	down_read(&conn->users);
+	if ((peer_up &&
+	     rpage_peer_state(conn->peer) != RPAGE_PEER_STATE_CONNECTED) ||
+	    READ_ONCE(conn->state) != RPAGE_CONN_CONNECTED) {
+		up_read(&conn->users);
+		return false;
+	}
+	return true;
+}
+
+/*
  * Moves the queue pair to the error state: what is in flight on it
  * completes at once, flushed. The caller keeps the queue pair alive
  * (holds @users, or is its teardown).

@@ -74,20 +74,6 @@ static void rpage_loop_peer_free(struct rpage_peer *peer)
 }
 
 /*
- * @lp's reader side held for reading, if it is up: 0, or -ENOTCONN
- * (nothing held).
- */
-static int rpage_loop_use(struct rpage_loop *lp)
-{
-	down_read(&lp->reader.users);
-	if (READ_ONCE(lp->reader.state) != RPAGE_CONN_CONNECTED) {
-		up_read(&lp->reader.users);
-		return -ENOTCONN;
-	}
-	return 0;
-}
-
-/*
  * Opens the exporter's channel to the reader, which queues it the pool
  * table, and waits for the table to arrive, as a remote peer's connect
  * does.
@@ -168,13 +154,13 @@ static int rpage_loop_hand_over(struct rpage_loop *lp, struct rpage_conn *chan,
 				const void *msg, u32 len)
 {
 	struct rpage_in_conn *cur;
-	int ret;
+	int ret = 0;
 
 	if (len > RPAGE_MSG_MAX)
 		return -EMSGSIZE;
-	ret = rpage_loop_use(lp);
-	if (ret)
-		return ret;
+	/* The pool table arrives while the peer is still connecting. */
+	if (!rpage_conn_use(&lp->reader, false))
+		return -ENOTCONN;
 	cur = READ_ONCE(lp->chan);
 	if (!cur || (chan && chan != &cur->c))
 		ret = -ENOTCONN;
@@ -220,16 +206,9 @@ static void rpage_loop_run_free(struct rpage_xfer_run *run)
 static int rpage_loop_xfer_begin(struct rpage_xfer_run *run)
 {
 	struct rpage_loop_run *lr = container_of(run, struct rpage_loop_run, run);
-	struct rpage_peer *peer = run->x->peer;
 
-	lr->lp = peer->tp;
-	if (rpage_loop_use(lr->lp))
-		return -EAGAIN;
-	if (rpage_peer_state(peer) != RPAGE_PEER_STATE_CONNECTED) {
-		up_read(&lr->lp->reader.users);
-		return -EAGAIN;
-	}
-	return 0;
+	lr->lp = run->x->peer->tp;
+	return rpage_conn_use(&lr->lp->reader, true) ? 0 : -EAGAIN;
 }
 
 /*
@@ -267,7 +246,7 @@ static int rpage_loop_xfer_move(struct rpage_xfer_run *run)
 	struct rpage_peer *peer = x->peer;
 	unsigned long g, n = 0;
 	struct page *page;
-	u64 start, offset;
+	u64 start, ns, offset;
 
 	for_each_clear_bit(g, run->finished, x->nr_pages) {
 		if (n && !(n % RPAGE_LOOP_BATCH)) {
@@ -284,10 +263,9 @@ static int rpage_loop_xfer_move(struct rpage_xfer_run *run)
 			copy_highpage(page, x->pages[g]);
 		else
 			copy_highpage(x->pages[g], page);
-		trace_rpage_io_done(peer->id, 0, x->write, 1, 0,
-				    ktime_get_ns() - start);
-		rpage_counters_io(&peer->counters, x->write, 1,
-				  ktime_get_ns() - start, false);
+		ns = ktime_get_ns() - start;
+		trace_rpage_io_done(peer->id, 0, x->write, 1, 0, ns);
+		rpage_counters_io(&peer->counters, x->write, 1, ns, false);
 		rpage_xfer_moved(run, g, 1);
 		n++;
 	}

@@ -11,12 +11,12 @@
  * to a reader go through its transport (->chan_send). A reader's new
  * channel (its first queue pair) gets every pool, then
  * RPAGE_MSG_POOL_SYNC; pools created later go to every reader that has
- * its table. Each pool has a generation, new
- * for every pool created, so that a reader tells a pool from one created
- * later with the same id. A pool being destroyed is withdrawn from every
- * reader first (RPAGE_MSG_POOL_DEL); each reader acknowledges once none
- * of its reads or writes of the pool is in flight (RPAGE_MSG_POOL_DEL_ACK),
- * or io_timeout_ms passes; then the regions are deregistered, which
+ * its table. Each pool has a generation, new for every pool created, so
+ * that a reader tells a pool from one created later with the same id.
+ * A pool being destroyed is withdrawn from every reader first
+ * (RPAGE_MSG_POOL_DEL); each reader acknowledges once none of its reads
+ * or writes of the pool is in flight (RPAGE_MSG_POOL_DEL_ACK), or
+ * io_timeout_ms passes; then the regions are deregistered, which
  * invalidates their keys, and only then is the memory freed or unpinned.
  *
  * rpage_pools_lock guards the list of pools and orders what each reader

@@ -709,6 +709,7 @@ void rpage_conn_abort(struct rpage_conn *conn);
 bool __rpage_conn_set_state(struct rpage_conn *conn, enum rpage_conn_state new);
 bool rpage_conn_set_state(struct rpage_conn *conn, enum rpage_conn_state new);
 void rpage_conn_to_error(struct rpage_conn *conn);
+bool rpage_conn_use(struct rpage_conn *conn, bool peer_up);
 int rpage_conn_post_wait(struct rpage_conn *conn, struct ib_send_wr *wr,
 			 unsigned int timeout_ms, const char *what);
 int rpage_conn_send(struct rpage_conn *conn, const void *msg, u32 len,

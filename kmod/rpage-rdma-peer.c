@@ -110,22 +110,15 @@ static void rpage_rdma_close(struct rpage_peer *peer)
 
 /*
  * The outbound queue pair @index (modulo the set) of a connected @peer,
- * with its users held for reading: it stays until rpage_conn_unuse().
- * NULL if the peer or that queue pair is not connected.
+ * with its users held for reading (rpage_conn_use()). NULL if the peer
+ * or that queue pair is not connected.
  */
 struct rpage_conn *rpage_peer_use_conn(struct rpage_peer *peer,
 				       unsigned int index)
 {
 	struct rpage_conn *conn = &peer->conns[index % peer->nr_conns].c;
 
-	down_read(&conn->users);
-	/* Teardown marks it closed before it waits for its users. */
-	if (rpage_peer_state(peer) != RPAGE_PEER_STATE_CONNECTED ||
-	    READ_ONCE(conn->state) != RPAGE_CONN_CONNECTED) {
-		up_read(&conn->users);
-		return NULL;
-	}
-	return conn;
+	return rpage_conn_use(conn, true) ? conn : NULL;
 }
 
 /*
