@@ -157,8 +157,7 @@ loop_setup() {
 	rm -f /tmp/ready-loop /tmp/until-loop
 	"$PATTERN" export 2 "$SIZE" --ready /tmp/ready-loop --until /tmp/until-loop > /dev/null &
 	wait_until 60 test -e /tmp/ready-loop || fail "local pool exporter not ready" || return
-	"$RPAGECTL" peer add lo transport loop || fail "peer add lo transport loop" || return
-	wait_until 30 remote_pool_listed lo 2 || fail "pool 2 not listed through lo"
+	loop_peer_add lo 2
 }
 
 # measure_loop DIR SIZE [R]: faults over the loop, one thread and four,

@@ -95,8 +95,7 @@ test_fuzz_run() {
 # fuzzer's pools being created and destroyed, its mappings and evictions.
 # Then lo reads pool 2 right and goes.
 test_fuzz_loop_run() {
-	"$RPAGECTL" peer add lo transport loop || fail "peer add lo" || return
-	wait_until 30 remote_pool_listed lo 2 || fail "pool 2 not listed through lo" || return
+	loop_peer_add lo 2 || return
 	FUZZ_LOG=$RPAGE_OUT/fuzz-loop.log fuzz_run lo "$((FUZZ_SEED + 1))" "$FUZZ_LOOP_CALLS" ||
 		return
 	peer_is lo connected || fail "lo not connected after the fuzzer" || return

@@ -211,6 +211,14 @@ remote_pool_listed() {
 		jq -e --arg p "$1" --argjson id "$2" 'any(.[]; .peer == $p and .id == $id)' > /dev/null
 }
 
+# loop_peer_add NAME POOL: adds NAME, this host as its own peer over the
+# loop transport, and waits until this host's pool POOL is listed
+# through it.
+loop_peer_add() {
+	"$RPAGECTL" peer add "$1" transport loop || fail "peer add $1 transport loop" || return
+	wait_until 30 remote_pool_listed "$1" "$2" || fail "pool $2 not listed through $1"
+}
+
 # endpoint_field FIELD: a field of the first endpoint.
 endpoint_field() {
 	"$RPAGECTL" -j endpoint show | jq -r ".[0].$1"

@@ -330,8 +330,7 @@ test_loop_peer_del() {
 
 test_unload_with_pools() {
 	# A loop peer too, connected, with the pools in its table.
-	"$RPAGECTL" peer add lo transport loop || fail "peer add lo" || return
-	wait_until 30 remote_pool_listed lo 2 || fail "pool 2 not listed through lo" || return
+	loop_peer_add lo 2 || return
 	rpage_unload || fail "rmmod with pools, a connected peer and a loop peer" || return
 	expect_eq "$(rdma resource show rxe0 | sed 's/^[0-9]*: rxe0: //')" "$RXE_BARE" "rxe0 resources after unload"
 }
