@@ -117,6 +117,7 @@ rt_touch() {
 		{ kill "$pid"; cat "$out"; fail "the sweep never got to $RT_SWEEP_AFTER"; return; }
 	barrier "$name-ready" || { kill "$pid"; return 1; }
 	barrier "$name-go" || { kill "$pid"; return 1; }
+	RT_STATE_AT_GO=$(peer_field a state)
 	touch "/tmp/$name.go"
 	if [ $# -gt 0 ]; then
 		sleep 0.5
@@ -187,7 +188,16 @@ test_rt_outage_b() {
 	echo "during the outage: $(cat /tmp/rt-cause)"
 	grep -qE "completion|heartbeat|connecting|SEND" /tmp/rt-cause ||
 		fail "peer show did not name the cause" || return
-	rt_expect_rode_through a retried || return
+	# Faults are surely in flight when the loss is noticed if the sweep
+	# went on before it was. On the debug tier's kernel the barrier can
+	# take longer than the heartbeat needs to notice (5 s): the sweep's
+	# faults then wait for the reconnection and post nothing to retry.
+	if [ "$RPAGE_SLOW" -gt 1 ] && [ "$RT_STATE_AT_GO" != connected ]; then
+		echo "peer a was $RT_STATE_AT_GO when the sweep went on: no transfer in flight to retry"
+		rt_expect_rode_through a || return
+	else
+		rt_expect_rode_through a retried || return
+	fi
 	barrier rt-outage-done
 }
 
