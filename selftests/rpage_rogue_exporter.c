@@ -67,7 +67,16 @@
 #define POOL_ID		1
 #define POOL_GEN	1
 #define FLOOD_BASE	1000
-#define NR_RECV		16
+/*
+ * Receives posted per control queue pair: enough for every
+ * acknowledgment of a flood's withdrawals to find a buffer while we are
+ * descheduled. One that finds none waits out an RNR timer (655 ms with
+ * rdma_cm's min_rnr_timer of 0), and a few of those in a row outlast
+ * the reader's control send timeout (its io timeout, 3 s in the test):
+ * it reconnects, and the acknowledgments not yet sent are lost (seen
+ * once with the host's CPUs busy).
+ */
+#define NR_RECV		256
 #define MAX_CONNS	256
 #define PAGE		4096
 /* Regions of a pool only ever begun: what a table may be asked to hold. */
