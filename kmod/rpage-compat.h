@@ -10,6 +10,9 @@
 #include <linux/hugetlb.h>
 #include <linux/mm.h>
 #include <linux/pagemap.h>
+#include <linux/net.h>
+#include <linux/bvec.h>
+#include <linux/uio.h>
 
 /* 6.3 made vm_flags read-only outside the helpers. */
 static inline void rpage_vm_flags_set(struct vm_area_struct *vma,
@@ -70,6 +73,27 @@ rpage_hugetlb_folio_get(struct hstate *h, struct address_space *mapping,
 	return IS_ERR(folio) ? NULL : folio;
 #else
 	return filemap_get_folio(mapping, hidx);
+#endif
+}
+
+/*
+ * Sends @len bytes of @page from @offset on @sock without copying them:
+ * the socket takes a reference on the page until it is acknowledged.
+ * 6.5 replaced ->sendpage with MSG_SPLICE_PAGES. Returns the bytes
+ * taken, or -errno.
+ */
+static inline int rpage_sock_send_page(struct socket *sock, struct page *page,
+				       int offset, size_t len, int flags)
+{
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 5, 0)
+	struct msghdr msg = { .msg_flags = flags | MSG_SPLICE_PAGES };
+	struct bio_vec bvec;
+
+	bvec_set_page(&bvec, page, len, offset);
+	iov_iter_bvec(&msg.msg_iter, ITER_SOURCE, &bvec, 1, len);
+	return sock_sendmsg(sock, &msg);
+#else
+	return kernel_sendpage(sock, page, offset, len, flags);
 #endif
 }
 

@@ -33,6 +33,7 @@ static const char *const rpage_reject_names[] = {
 	[RPAGE_REJECT_BAD_HELLO]	= "malformed hello",
 	[RPAGE_REJECT_NO_RESOURCES]	= "no resources",
 	[RPAGE_REJECT_UNSPECIFIED]	= "unspecified",
+	[RPAGE_REJECT_TRANSPORT]	= "configured with another transport",
 };
 
 const char *rpage_reject_name(u32 reason)

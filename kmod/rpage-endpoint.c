@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * rpage: endpoints, the addresses rpage.ko listens on, and the
- * connections peers open to them.
+ * connections peers open to them over RDMA (an endpoint's TCP listener
+ * is rpage-tcp.c's).
  *
  * A connection is accepted only from the address of a configured peer,
  * with a hello of a compatible protocol; anything else is refused with a
@@ -27,10 +28,9 @@
  * @cm_id: the listening rdma_cm id, NULL while down.
  * @state: RPAGE_ENDPOINT_*.
  * @relisten_work: listens again after the device went away.
- * @accepted: connections accepted.
- * @rejected_unknown: refused: not from a configured peer.
- * @rejected_version: refused: incompatible protocol.
- * @rejected_other: refused: malformed hello or no resources.
+ * @transport: what it was asked to listen with, RPAGE_TRANSPORT_*.
+ * @tcp: its TCP listener, NULL if it has none.
+ * @cnt: connections accepted and refused, over either transport.
  */
 struct rpage_listener {
 	enum rpage_cm_kind kind;
@@ -41,15 +41,30 @@ struct rpage_listener {
 	struct rdma_cm_id *cm_id;
 	u32 state;
 	struct delayed_work relisten_work;
-	atomic64_t accepted;
-	atomic64_t rejected_unknown;
-	atomic64_t rejected_version;
-	atomic64_t rejected_other;
+	u32 transport;
+	struct rpage_tcp_listener *tcp;
+	struct rpage_endpoint_counters cnt;
 };
 
 static LIST_HEAD(rpage_endpoints);
 /* Protects rpage_endpoints. */
 static DEFINE_MUTEX(rpage_endpoints_lock);
+
+/* Counts a connection refused for @reason (RPAGE_REJECT_*). */
+void rpage_endpoint_count_reject(struct rpage_endpoint_counters *c, u32 reason)
+{
+	switch (reason) {
+	case RPAGE_REJECT_UNKNOWN_PEER:
+		atomic64_inc(&c->rejected_unknown);
+		break;
+	case RPAGE_REJECT_VERSION:
+		atomic64_inc(&c->rejected_version);
+		break;
+	default:
+		atomic64_inc(&c->rejected_other);
+		break;
+	}
+}
 
 static int rpage_endpoint_reject(struct rdma_cm_id *cm_id, u32 reason)
 {
@@ -86,7 +101,7 @@ static int rpage_endpoint_connect_request(struct rpage_listener *ep,
 	reason = rpage_hello_check(ev->param.conn.private_data,
 				   ev->param.conn.private_data_len, &hello);
 	if (reason == RPAGE_REJECT_VERSION) {
-		atomic64_inc(&ep->rejected_version);
+		atomic64_inc(&ep->cnt.rejected_version);
 		pr_warn_ratelimited("endpoint %pISpc: refused %pISc: it speaks protocol %u.%u, we speak %u.%u\n",
 				    &ep->addr, from, le16_to_cpu(hello.major),
 				    le16_to_cpu(hello.minor), RPAGE_PROTO_MAJOR,
@@ -94,7 +109,7 @@ static int rpage_endpoint_connect_request(struct rpage_listener *ep,
 		return rpage_endpoint_reject(cm_id, reason);
 	}
 	if (reason != RPAGE_REJECT_NONE) {
-		atomic64_inc(&ep->rejected_other);
+		atomic64_inc(&ep->cnt.rejected_other);
 		pr_warn_ratelimited("endpoint %pISpc: refused %pISc: malformed hello\n",
 				    &ep->addr, from);
 		return rpage_endpoint_reject(cm_id, reason);
@@ -102,15 +117,23 @@ static int rpage_endpoint_connect_request(struct rpage_listener *ep,
 
 	peer = rpage_peer_find_by_addr(from);
 	if (!peer) {
-		atomic64_inc(&ep->rejected_unknown);
+		atomic64_inc(&ep->cnt.rejected_unknown);
 		pr_info_ratelimited("endpoint %pISpc: refused %pISc: not a configured peer\n",
 				    &ep->addr, from);
 		return rpage_endpoint_reject(cm_id, RPAGE_REJECT_UNKNOWN_PEER);
 	}
 
+	if (peer->ops != &rpage_rdma_transport) {
+		pr_info_ratelimited("endpoint %pISpc: refused %pISc: peer %s is configured with transport %s\n",
+				    &ep->addr, from, peer->name, peer->ops->name);
+		rpage_peer_put(peer);
+		atomic64_inc(&ep->cnt.rejected_other);
+		return rpage_endpoint_reject(cm_id, RPAGE_REJECT_TRANSPORT);
+	}
+
 	if (!rpage_peer_inbound_room(peer, le16_to_cpu(hello.qp_index))) {
 		rpage_peer_put(peer);
-		atomic64_inc(&ep->rejected_other);
+		atomic64_inc(&ep->cnt.rejected_other);
 		return rpage_endpoint_reject(cm_id, RPAGE_REJECT_NO_RESOURCES);
 	}
 
@@ -158,11 +181,11 @@ static int rpage_endpoint_connect_request(struct rpage_listener *ep,
 		rpage_conn_abort(&in->c);
 		kfree(in);
 		rpage_peer_put(peer);
-		atomic64_inc(&ep->rejected_other);
+		atomic64_inc(&ep->cnt.rejected_other);
 		return ret;
 	}
 	cm_id->context = &in->c;
-	atomic64_inc(&ep->accepted);
+	atomic64_inc(&ep->cnt.accepted);
 	return 0;
 
 err_qp:
@@ -171,7 +194,7 @@ err_conn:
 	kfree(in);
 err_peer:
 	rpage_peer_put(peer);
-	atomic64_inc(&ep->rejected_other);
+	atomic64_inc(&ep->cnt.rejected_other);
 	return rpage_endpoint_reject(cm_id, RPAGE_REJECT_NO_RESOURCES);
 }
 
@@ -296,14 +319,63 @@ static int rpage_endpoint_parse(void __user *argp, struct rpage_listener *ep)
 
 	if (copy_from_user(&cfg, argp, sizeof(cfg)))
 		return -EFAULT;
-	if (memchr_inv(cfg.reserved, 0, sizeof(cfg.reserved)))
+	if (cfg.reserved0 || memchr_inv(cfg.reserved, 0, sizeof(cfg.reserved)))
 		return -EINVAL;
+	switch (cfg.transport) {
+	case RPAGE_TRANSPORT_AUTO:
+	case RPAGE_TRANSPORT_RDMA:
+	case RPAGE_TRANSPORT_TCP:
+		break;
+	default:
+		return -EINVAL;
+	}
+	ep->transport = cfg.transport;
 	ret = rpage_addr_to_sockaddr(&cfg.addr, &ep->addr);
 	if (ret)
 		return ret;
 	ep->uaddr = cfg.addr;
 	if (!ep->uaddr.port)
 		ep->uaddr.port = RPAGE_DEFAULT_PORT;
+	return 0;
+}
+
+/*
+ * Listens as @ep->transport says: automatic listens over TCP, and over
+ * RDMA as well if the address has an RDMA device (it is said in the log
+ * if not).
+ */
+static int rpage_endpoint_start(struct rpage_listener *ep)
+{
+	int ret = 0;
+
+	if (ep->transport != RPAGE_TRANSPORT_TCP) {
+		mutex_lock(&ep->lock);
+		ret = rpage_endpoint_listen(ep);
+		mutex_unlock(&ep->lock);
+		if (ret && ep->transport == RPAGE_TRANSPORT_RDMA)
+			return ret;
+	}
+	if (ep->transport != RPAGE_TRANSPORT_RDMA) {
+		ep->tcp = rpage_tcp_listen(&ep->addr, &ep->cnt);
+		if (IS_ERR(ep->tcp)) {
+			int err = PTR_ERR(ep->tcp);
+
+			ep->tcp = NULL;
+			mutex_lock(&ep->lock);
+			rpage_endpoint_stop(ep);
+			mutex_unlock(&ep->lock);
+			return err;
+		}
+		WRITE_ONCE(ep->state, RPAGE_ENDPOINT_LISTENING);
+	}
+	if (ep->tcp && ep->cm_id)
+		pr_info("endpoint %pISpc: listening over RDMA and TCP\n", &ep->addr);
+	else if (ep->tcp && ep->transport == RPAGE_TRANSPORT_AUTO)
+		pr_info("endpoint %pISpc: listening over TCP (RDMA: error %d)\n",
+			&ep->addr, ret);
+	else
+		pr_info("endpoint %pISpc: listening over %s\n", &ep->addr,
+			ep->tcp ? "TCP" : "RDMA");
 	return 0;
 }
 
@@ -329,14 +401,11 @@ long rpage_ioctl_endpoint_add(struct rpage_file *rfile, void __user *argp)
 			goto err_unlock;
 		}
 	}
-	mutex_lock(&ep->lock);
-	ret = rpage_endpoint_listen(ep);
-	mutex_unlock(&ep->lock);
+	ret = rpage_endpoint_start(ep);
 	if (ret)
 		goto err_unlock;
 	list_add_tail(&ep->entry, &rpage_endpoints);
 	mutex_unlock(&rpage_endpoints_lock);
-	pr_info("endpoint %pISpc: listening\n", &ep->addr);
 	return 0;
 
 err_unlock:
@@ -349,6 +418,8 @@ err_free:
 
 static void rpage_endpoint_free(struct rpage_listener *ep)
 {
+	if (ep->tcp)
+		rpage_tcp_unlisten(ep->tcp);
 	cancel_delayed_work_sync(&ep->relisten_work);
 	mutex_lock(&ep->lock);
 	/* Keeps a removal callback from scheduling it again. */
@@ -369,6 +440,8 @@ long rpage_ioctl_endpoint_del(struct rpage_file *rfile, void __user *argp)
 	ret = rpage_endpoint_parse(argp, &key);
 	if (ret)
 		return ret;
+	if (key.transport)
+		return -EINVAL;
 
 	mutex_lock(&rpage_endpoints_lock);
 	list_for_each_entry(ep, &rpage_endpoints, entry) {
@@ -395,10 +468,12 @@ static u32 rpage_endpoints_fill(void *entries, u32 filled, void *ctx)
 
 			info->addr = ep->uaddr;
 			info->state = READ_ONCE(ep->state);
-			info->accepted = atomic64_read(&ep->accepted);
-			info->rejected_unknown = atomic64_read(&ep->rejected_unknown);
-			info->rejected_version = atomic64_read(&ep->rejected_version);
-			info->rejected_other = atomic64_read(&ep->rejected_other);
+			info->transport = (ep->cm_id ? 1U << RPAGE_TRANSPORT_RDMA : 0) |
+					  (ep->tcp ? 1U << RPAGE_TRANSPORT_TCP : 0);
+			info->accepted = atomic64_read(&ep->cnt.accepted);
+			info->rejected_unknown = atomic64_read(&ep->cnt.rejected_unknown);
+			info->rejected_version = atomic64_read(&ep->cnt.rejected_version);
+			info->rejected_other = atomic64_read(&ep->cnt.rejected_other);
 		}
 		count++;
 	}

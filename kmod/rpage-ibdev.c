@@ -10,6 +10,10 @@
 #include <linux/slab.h>
 #include <linux/string.h>
 #include <linux/uaccess.h>
+#include <linux/inetdevice.h>
+#include <net/addrconf.h>
+#include <net/ip6_route.h>
+#include <net/route.h>
 
 static LIST_HEAD(rpage_ibdevs);
 /* Protects rpage_ibdevs. */
@@ -185,4 +189,71 @@ void rpage_ibdev_exit(void)
 {
 	/* Calls rpage_ib_remove() for every device still attached. */
 	ib_unregister_client(&rpage_ib_client);
+}
+
+/*
+ * The network device a connection to @addr goes out of, referenced, or an
+ * ERR_PTR if there is no route. For an address of this host, the device
+ * that has the address (its route goes through the loopback device).
+ */
+static struct net_device *rpage_route_dev(const struct sockaddr *addr)
+{
+	struct net_device *ndev = NULL;
+
+	if (addr->sa_family == AF_INET) {
+		const struct sockaddr_in *sin = (const struct sockaddr_in *)addr;
+		struct flowi4 fl4 = { .daddr = sin->sin_addr.s_addr };
+		struct rtable *rt = ip_route_output_key(&init_net, &fl4);
+
+		if (IS_ERR(rt))
+			return ERR_CAST(rt);
+		if (rt->rt_type == RTN_LOCAL)
+			ndev = ip_dev_find(&init_net, sin->sin_addr.s_addr);
+		if (!ndev) {
+			ndev = rt->dst.dev;
+			dev_hold(ndev);
+		}
+		ip_rt_put(rt);
+		return ndev;
+	}
+	if (IS_ENABLED(CONFIG_IPV6) && addr->sa_family == AF_INET6) {
+		const struct sockaddr_in6 *sin6 = (const struct sockaddr_in6 *)addr;
+		struct flowi6 fl6 = {
+			.daddr = sin6->sin6_addr,
+			.flowi6_oif = sin6->sin6_scope_id,
+		};
+		struct dst_entry *dst = ip6_route_output(&init_net, NULL, &fl6);
+		int err = dst->error;
+
+		if (!err) {
+			rcu_read_lock();
+			ndev = ipv6_dev_find(&init_net, &sin6->sin6_addr, NULL);
+			if (!ndev)
+				ndev = dst->dev;
+			dev_hold(ndev);
+			rcu_read_unlock();
+		}
+		dst_release(dst);
+		return err ? ERR_PTR(err) : ndev;
+	}
+	return ERR_PTR(-EAFNOSUPPORT);
+}
+
+/*
+ * Whether the route to @addr leaves through a network device that has an
+ * RDMA device on it: 1 or 0; -errno if there is no route to it.
+ */
+int rpage_route_has_rdma(const struct sockaddr *addr)
+{
+	struct net_device *ndev = rpage_route_dev(addr);
+	struct ib_device *ibdev;
+
+	if (IS_ERR(ndev))
+		return PTR_ERR(ndev);
+	ibdev = ib_device_get_by_netdev(ndev, RDMA_DRIVER_UNKNOWN);
+	dev_put(ndev);
+	if (!ibdev)
+		return 0;
+	ib_device_put(ibdev);
+	return 1;
 }

@@ -566,9 +566,12 @@ static int __init rpage_init(void)
 	ret = rpage_named_init();
 	if (ret)
 		goto err_fault;
-	ret = rpage_ibdev_init();
+	ret = rpage_tcp_init();
 	if (ret)
 		goto err_named;
+	ret = rpage_ibdev_init();
+	if (ret)
+		goto err_tcp;
 	ret = misc_register(&rpage_misc);
 	if (ret)
 		goto err_ibdev;
@@ -579,6 +582,8 @@ static int __init rpage_init(void)
 
 err_ibdev:
 	rpage_ibdev_exit();
+err_tcp:
+	rpage_tcp_exit();
 err_named:
 	rpage_named_exit();
 err_fault:
@@ -603,6 +608,7 @@ static void __exit rpage_exit(void)
 	rpage_endpoints_exit();
 	rpage_pools_exit();
 	rpage_ibdev_exit();
+	rpage_tcp_exit();
 	destroy_workqueue(rpage_wq);
 	/* Peers are freed after a grace period, by this module's code. */
 	rcu_barrier();
@@ -613,6 +619,6 @@ module_init(rpage_init);
 module_exit(rpage_exit);
 
 MODULE_AUTHOR("The rpage authors");
-MODULE_DESCRIPTION("Remote page faults resolved over RDMA");
+MODULE_DESCRIPTION("Remote page faults resolved over RDMA or TCP");
 MODULE_LICENSE("GPL");
 MODULE_VERSION(RPAGE_VERSION);

@@ -449,7 +449,7 @@ static void rpage_peer_hb_in_work(struct work_struct *work)
 	struct rpage_in_conn *in, *found = NULL;
 
 	/* A transport without heartbeats has no channel to lose. */
-	if (READ_ONCE(rpage_heartbeat_ms) && peer->ops->heartbeat) {
+	if (READ_ONCE(rpage_heartbeat_ms) && peer->ops->chan_heartbeat) {
 		mutex_lock(&peer->inbound_lock);
 		list_for_each_entry(in, &peer->inbound, entry) {
 			if (in->c.index != 0 || in->claimed ||
@@ -468,13 +468,27 @@ static void rpage_peer_hb_in_work(struct work_struct *work)
 		}
 		mutex_unlock(&peer->inbound_lock);
 		if (found) {
-			rpage_conn_heartbeat(&found->c, "inbound heartbeat");
+			peer->ops->chan_heartbeat(&found->c);
 			up_read(&found->c.users);
 		}
 	}
 	if (rpage_peer_state(peer) != RPAGE_PEER_STATE_DELETING)
 		mod_delayed_work(rpage_wq, &peer->hb_in_work,
 				 rpage_heartbeat_interval());
+}
+
+#define RPAGE_MAX_CHANNELS	16
+
+/*
+ * How many connections this host opens to a network peer: qps_per_peer,
+ * or by default one for control messages and one per CPU.
+ */
+unsigned int rpage_peer_nr_channels(void)
+{
+	unsigned int n = rpage_qps_per_peer ? rpage_qps_per_peer :
+			 num_online_cpus() + 1;
+
+	return clamp(n, 2U, (unsigned int)RPAGE_MAX_CHANNELS);
 }
 
 /* Finds the configured peer at @addr; returns a reference or NULL. */
@@ -513,6 +527,15 @@ struct rpage_peer *rpage_peer_get_by_id(u32 id)
 
 /* Inbound connections. */
 
+/* Tears down the transport's part of a claimed inbound connection. */
+static void rpage_inbound_destroy(struct rpage_in_conn *in)
+{
+	const struct rpage_transport_ops *ops = in->c.peer->ops;
+
+	if (ops->chan_destroy)
+		ops->chan_destroy(&in->c);
+}
+
 static void rpage_inbound_release_work(struct work_struct *work)
 {
 	struct rpage_in_conn *in = container_of(work, struct rpage_in_conn,
@@ -522,7 +545,7 @@ static void rpage_inbound_release_work(struct work_struct *work)
 	/* Nothing more is sent on it, and no pool operation uses it. */
 	rpage_pools_channel_close(in);
 	rpage_pools_barrier();
-	rpage_conn_destroy(&in->c);
+	rpage_inbound_destroy(in);
 	kfree(in);
 	rpage_peer_put(peer);
 }
@@ -691,7 +714,7 @@ static void rpage_peer_teardown_inbound(struct rpage_peer *peer,
 	list_for_each_entry_safe(in, tmp, &doomed, entry) {
 		list_del_init(&in->entry);
 		rpage_pools_channel_close(in);
-		rpage_conn_destroy(&in->c);
+		rpage_inbound_destroy(in);
 		kfree(in);
 		rpage_peer_put(peer);
 	}
@@ -787,15 +810,23 @@ static struct rpage_peer *rpage_peer_alloc(const struct rpage_peer_config *cfg,
 
 /*
  * The transport @cfg asks for, or NULL if there is no such transport.
- * Automatic is RDMA, the one network transport so far.
+ * Automatic is RDMA if the route to @addr leaves through a device with an
+ * RDMA device on it, TCP if through one without; an address with no
+ * route yet keeps RDMA, as before there was a choice.
  */
 static const struct rpage_transport_ops *
-rpage_peer_transport(const struct rpage_peer_config *cfg)
+rpage_peer_transport(const struct rpage_peer_config *cfg,
+		     const struct sockaddr_storage *addr)
 {
 	switch (cfg->transport) {
 	case RPAGE_TRANSPORT_AUTO:
+		if (rpage_route_has_rdma((const struct sockaddr *)addr) == 0)
+			return &rpage_tcp_transport;
+		return &rpage_rdma_transport;
 	case RPAGE_TRANSPORT_RDMA:
 		return &rpage_rdma_transport;
+	case RPAGE_TRANSPORT_TCP:
+		return &rpage_tcp_transport;
 	case RPAGE_TRANSPORT_LOOP:
 		return &rpage_loop_transport;
 	default:
@@ -825,6 +856,7 @@ long rpage_ioctl_peer_add(struct rpage_file *rfile, void __user *argp)
 	struct rpage_peer_config cfg;
 	struct sockaddr_storage addr = {};
 	struct rpage_peer *peer, *other;
+	u32 up;
 	int ret;
 
 	if (copy_from_user(&cfg, argp, sizeof(cfg)))
@@ -833,10 +865,7 @@ long rpage_ioctl_peer_add(struct rpage_file *rfile, void __user *argp)
 		return -EINVAL;
 	if (!rpage_name_valid(cfg.name))
 		return -EINVAL;
-	ops = rpage_peer_transport(&cfg);
-	if (!ops)
-		return -EINVAL;
-	if (ops == &rpage_loop_transport) {
+	if (cfg.transport == RPAGE_TRANSPORT_LOOP) {
 		/* This host is reached without an address. */
 		if (memchr_inv(&cfg.addr, 0, sizeof(cfg.addr)))
 			return -EINVAL;
@@ -845,6 +874,9 @@ long rpage_ioctl_peer_add(struct rpage_file *rfile, void __user *argp)
 		if (ret)
 			return ret;
 	}
+	ops = rpage_peer_transport(&cfg, &addr);
+	if (!ops)
+		return -EINVAL;
 
 	peer = rpage_peer_alloc(&cfg, &addr, ops);
 	if (!peer)
@@ -867,9 +899,9 @@ long rpage_ioctl_peer_add(struct rpage_file *rfile, void __user *argp)
 		pr_info("peer %s added (this host, over the loop; loss timeout %u ms)\n",
 			peer->name, peer->loss_timeout_ms);
 	else
-		pr_info("peer %s added (%pISpc, %u queue pairs, loss timeout %u ms)\n",
-			peer->name, &peer->addr, peer->nr_conns,
-			peer->loss_timeout_ms);
+		pr_info("peer %s added (%pISpc over %s, %u connections, loss timeout %u ms)\n",
+			peer->name, &peer->addr, ops->name,
+			ops->channels(peer, &up), peer->loss_timeout_ms);
 	return 0;
 }
 
@@ -981,7 +1013,6 @@ static void rpage_peer_fill_info(struct rpage_peer *peer, void *entry)
 {
 	struct rpage_peer_info *info = entry;
 	struct rpage_in_conn *in;
-	unsigned int i;
 
 	strscpy(info->name, peer->name, sizeof(info->name));
 	info->addr = peer->uaddr;
@@ -991,10 +1022,8 @@ static void rpage_peer_fill_info(struct rpage_peer *peer, void *entry)
 	info->last_error = peer->last_error;
 	info->remote_node_id = peer->remote_node_id;
 	info->remote_proto = peer->remote_proto;
-	info->qps = peer->nr_conns;
-	for (i = 0; i < peer->nr_conns; i++)
-		if (peer->conns[i].c.state == RPAGE_CONN_CONNECTED)
-			info->qps_connected++;
+	if (peer->ops->channels)
+		info->qps = peer->ops->channels(peer, &info->qps_connected);
 	spin_unlock(&peer->state_lock);
 	mutex_lock(&peer->inbound_lock);
 	list_for_each_entry(in, &peer->inbound, entry)

@@ -566,8 +566,9 @@ void rpage_pools_channel_close(struct rpage_in_conn *in)
 	spin_lock(&in->outq_lock);
 	in->outq_closed = true;
 	spin_unlock(&in->outq_lock);
-	/* A send waiting on the queue pair completes, flushed, at once. */
-	rpage_conn_to_error(&in->c);
+	/* A send waiting on the channel fails at once. */
+	if (in->c.peer->ops->chan_break)
+		in->c.peer->ops->chan_break(&in->c);
 	cancel_work_sync(&in->send_work);
 	while ((m = rpage_chan_next(in)))
 		rpage_chan_msg_done(in, m, true);
@@ -741,8 +742,9 @@ static struct rpage_pool *rpage_pool_find(u64 id)
 
 /*
  * Incarnation @generation of pool @id, referenced, if it is listed:
- * what the loop transport copies pages of. Its memory stays until
- * rpage_pool_put_listed(), even if the pool is destroyed meanwhile.
+ * what the loop transport copies pages of, and TCP serves. Its memory
+ * stays until rpage_pool_put_listed(), even if the pool is destroyed
+ * meanwhile.
  */
 struct rpage_pool *rpage_pool_get_listed(u64 id, u64 generation)
 {
@@ -769,6 +771,17 @@ struct page *rpage_pool_page(const struct rpage_pool *pool, u64 offset)
 	if (offset >= pool->length)
 		return NULL;
 	return pool->pages[offset >> PAGE_SHIFT];
+}
+
+u64 rpage_pool_length(const struct rpage_pool *pool)
+{
+	return pool->length;
+}
+
+/* Whether peers may write to @pool. */
+bool rpage_pool_writable(const struct rpage_pool *pool)
+{
+	return pool->flags & RPAGE_POOL_WRITABLE;
 }
 
 /* What RPAGE_IOC_POOL_CREATE and _EXPORT both require of their argument. */

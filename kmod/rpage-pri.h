@@ -17,6 +17,8 @@
  *                     peer's pool, and owns every failure policy
  *   rpage-rdma-xfer.c the RDMA transport's part of it: work requests
  *   rpage-loop.c      the loop transport: this host as its own peer
+ *   rpage-tcp.c       the TCP transport: sockets, framing, accepting,
+ *                     connecting; rpage-tcp-xfer.c its reads and writes
  *   rpage-io.c        RPAGE_IOC_READ and RPAGE_IOC_WRITE
  *   rpage-map.c       remote mappings, their mmap and eviction
  *   rpage-fault.c     the fault path, prefetch and read-ahead
@@ -175,6 +177,8 @@ struct rpage_peer;
  *	pair, for writing by its teardown: nothing is posted on a queue
  *	pair being destroyed, and nothing it posted is left behind.
  * @hb_seq: heartbeats sent on it.
+ * @tp: the transport's own state of the connection, if it keeps any
+ *	there (TCP: its socket, struct rpage_tcp_queue).
  */
 struct rpage_conn {
 	enum rpage_cm_kind kind;
@@ -194,6 +198,7 @@ struct rpage_conn {
 	enum rpage_conn_state state;
 	struct rw_semaphore users;
 	u64 hb_seq;
+	void *tp;
 };
 
 /**
@@ -484,8 +489,18 @@ struct rpage_xfer_run;
  *	channel is still up (one lost meanwhile fails the attempt).
  * @close: under the peer's lock, takes the channels down, what is in
  *	flight on them flushed first; the core then clears the pool table.
+ * @channels: under the peer's state lock, how many connections this host
+ *	opens to the peer (and in *@up, how many are up); NULL: none.
  * @heartbeat: if set, sends one heartbeat to a connected peer; a channel
  *	that does not take it is reported lost.
+ * @chan_heartbeat: sends one heartbeat to a reader on @chan, its channel
+ *	to this host's pools; with @heartbeat, or neither.
+ * @chan_break: makes what waits on @chan, an inbound connection being
+ *	released, fail at once (a send to a reader that takes nothing);
+ *	NULL if nothing can wait on it.
+ * @chan_destroy: tears down an inbound connection of the transport once
+ *	it is claimed (see struct rpage_in_conn); NULL if there is nothing
+ *	to tear down.
  * @send_ctl: sends a control message to the peer as its reader: 0 once
  *	the peer holds it, -ENOTCONN if not connected, or the transport's
  *	error (the channel is then reported lost).
@@ -519,7 +534,11 @@ struct rpage_transport_ops {
 		       size_t len);
 	bool (*connected)(struct rpage_peer *peer);
 	void (*close)(struct rpage_peer *peer);
+	u32 (*channels)(struct rpage_peer *peer, u32 *up);
 	void (*heartbeat)(struct rpage_peer *peer);
+	void (*chan_heartbeat)(struct rpage_conn *chan);
+	void (*chan_break)(struct rpage_conn *chan);
+	void (*chan_destroy)(struct rpage_conn *chan);
 	int (*send_ctl)(struct rpage_peer *peer, const void *msg, u32 len);
 	int (*chan_send)(struct rpage_conn *chan, const void *msg, u32 len);
 	struct rpage_xfer_run *(*run_alloc)(struct rpage_xfer *x, size_t tail,
@@ -698,6 +717,7 @@ struct rpage_ibdev *rpage_ibdev_get(struct ib_device *ibdev);
 void rpage_ibdev_put(struct rpage_ibdev *dev);
 void rpage_ibdev_unuse(struct rpage_ibdev *dev);
 long rpage_ioctl_device_list(struct rpage_file *rfile, void __user *argp);
+int rpage_route_has_rdma(const struct sockaddr *addr);
 
 /* rpage-conn.c */
 void rpage_conn_init(struct rpage_conn *conn, struct rpage_peer *peer,
@@ -721,6 +741,7 @@ u32 rpage_hello_check(const void *data, u8 len, struct rpage_hello *hello);
 const char *rpage_reject_name(u32 reason);
 
 /* rpage-peer.c */
+unsigned int rpage_peer_nr_channels(void);
 struct rpage_peer *rpage_peer_find_by_addr(const struct sockaddr *addr);
 struct rpage_peer *rpage_peer_get_by_id(u32 id);
 void rpage_peer_put(struct rpage_peer *peer);
@@ -792,6 +813,8 @@ struct rpage_pool;
 struct rpage_pool *rpage_pool_get_listed(u64 id, u64 generation);
 void rpage_pool_put_listed(struct rpage_pool *pool);
 struct page *rpage_pool_page(const struct rpage_pool *pool, u64 offset);
+u64 rpage_pool_length(const struct rpage_pool *pool);
+bool rpage_pool_writable(const struct rpage_pool *pool);
 void rpage_pools_device_removed(struct rpage_ibdev *dev);
 void rpage_pools_file_release(struct rpage_file *rfile);
 void rpage_pools_init(void);
@@ -836,6 +859,17 @@ struct rpage_conn *rpage_peer_use_data_conn(struct rpage_peer *peer,
 
 /* rpage-loop.c */
 extern const struct rpage_transport_ops rpage_loop_transport;
+
+/* rpage-tcp.c, rpage-tcp-xfer.c */
+extern const struct rpage_transport_ops rpage_tcp_transport;
+struct rpage_tcp_listener;
+struct rpage_endpoint_counters;
+int rpage_tcp_init(void);
+void rpage_tcp_exit(void);
+struct rpage_tcp_listener *
+rpage_tcp_listen(const struct sockaddr_storage *addr,
+		 struct rpage_endpoint_counters *counters);
+void rpage_tcp_unlisten(struct rpage_tcp_listener *tl);
 
 /* rpage-rdma-xfer.c */
 struct rpage_xfer_run *rpage_rdma_run_alloc(struct rpage_xfer *x, size_t tail,
@@ -888,6 +922,23 @@ vm_fault_t rpage_vm_fault(struct vm_fault *vmf);
 long rpage_ioctl_prefetch(struct rpage_file *rfile, void __user *argp);
 
 /* rpage-endpoint.c */
+
+/**
+ * struct rpage_endpoint_counters - what an endpoint did with connections
+ * @accepted: accepted.
+ * @rejected_unknown: refused: not from a configured peer.
+ * @rejected_version: refused: incompatible protocol.
+ * @rejected_other: refused for any other reason.
+ */
+struct rpage_endpoint_counters {
+	atomic64_t accepted;
+	atomic64_t rejected_unknown;
+	atomic64_t rejected_version;
+	atomic64_t rejected_other;
+};
+
+void rpage_endpoint_count_reject(struct rpage_endpoint_counters *c,
+				 u32 reason);
 void rpage_endpoints_device_removed(struct rpage_ibdev *dev);
 void rpage_endpoints_device_added(void);
 void rpage_endpoints_exit(void);

@@ -2,7 +2,8 @@
 /*
  * rpage: the wire protocol between two hosts running rpage.ko.
  *
- * Every connection is an RC queue pair set up with rdma_cm. The host that
+ * Over RDMA, every connection is an RC queue pair set up with rdma_cm
+ * (over TCP, a socket: see RPAGE_MSG_TCP_HELLO below). The host that
  * reads (the initiator) connects to the exporting host's endpoint with a
  * hello in the connect private data; the exporter answers with its own
  * hello in the accept private data, or refuses with a reject message.
@@ -225,6 +226,89 @@ struct rpage_msg_heartbeat {
 	__le64 seq;
 };
 
+/*
+ * Over TCP, each connection is a byte stream of frames, each a message
+ * that starts with a struct rpage_msg_hdr whose @length covers the whole
+ * frame (data included). The initiator's first frame is an
+ * RPAGE_MSG_TCP_HELLO; the exporter answers with its own, or with an
+ * RPAGE_MSG_TCP_REJECT and closes. Then the control messages above go on
+ * the reader's first connection as over RDMA (a pool is announced in the
+ * form without regions: there are no keys), and reads and writes on any
+ * connection: RPAGE_MSG_READ_REQ, answered by an RPAGE_MSG_READ_RESP
+ * carrying the pages; RPAGE_MSG_WRITE_REQ carrying them, answered by an
+ * RPAGE_MSG_WRITE_RESP. Requests carry a tag, so several are in flight
+ * on one connection; answers may come in any order. The exporter checks
+ * each request against the pool it names: its generation, bounds and
+ * (for a write) RPAGE_POOL_WRITABLE.
+ */
+enum {
+	RPAGE_MSG_TCP_HELLO	= 16,
+	RPAGE_MSG_TCP_REJECT	= 17,
+	RPAGE_MSG_READ_REQ	= 18,
+	RPAGE_MSG_READ_RESP	= 19,
+	RPAGE_MSG_WRITE_REQ	= 20,
+	RPAGE_MSG_WRITE_RESP	= 21,
+};
+
+/* Most bytes one read or write request moves, and their unit. */
+#define RPAGE_MSG_IO_MAX	65536
+#define RPAGE_MSG_IO_ALIGN	4096
+
+/* How a read or write request ended (struct rpage_msg_io.status). */
+enum {
+	RPAGE_IO_OK		= 0,
+	RPAGE_IO_NO_POOL	= 1,	/* no such pool, or another generation */
+	RPAGE_IO_RANGE		= 2,	/* not within the pool */
+	RPAGE_IO_READ_ONLY	= 3,	/* a write to a pool not writable */
+	RPAGE_IO_MALFORMED	= 4,	/* a length or offset out of rule */
+};
+
+/**
+ * struct rpage_msg_tcp_hello - a TCP connection's first frame, each way
+ * @hdr: type RPAGE_MSG_TCP_HELLO.
+ * @hello: as in the connect and accept private data over RDMA.
+ */
+struct rpage_msg_tcp_hello {
+	struct rpage_msg_hdr hdr;
+	struct rpage_hello hello;
+};
+
+/**
+ * struct rpage_msg_tcp_reject - the exporter refuses a TCP connection
+ * @hdr: type RPAGE_MSG_TCP_REJECT; the exporter closes after it.
+ * @reject: why, as over RDMA.
+ */
+struct rpage_msg_tcp_reject {
+	struct rpage_msg_hdr hdr;
+	struct rpage_reject reject;
+};
+
+/**
+ * struct rpage_msg_io - a read or write request over TCP, or its answer
+ * @hdr: RPAGE_MSG_READ_REQ or RPAGE_MSG_WRITE_RESP: @length is this
+ *	struct; RPAGE_MSG_WRITE_REQ, and RPAGE_MSG_READ_RESP with @status
+ *	RPAGE_IO_OK: this struct and then the @io_length bytes.
+ * @tag: the reader's name for the request, echoed in its answer; at most
+ *	one request of a tag is in flight on a connection.
+ * @status: in an answer, RPAGE_IO_*; zero in a request.
+ * @pool_id: the exporter's pool.
+ * @generation: the incarnation of the pool the reader means.
+ * @offset: where in the pool, a multiple of RPAGE_MSG_IO_ALIGN.
+ * @io_length: bytes, a non-zero multiple of RPAGE_MSG_IO_ALIGN, at most
+ *	RPAGE_MSG_IO_MAX; echoed in the answer.
+ * @reserved: zero.
+ */
+struct rpage_msg_io {
+	struct rpage_msg_hdr hdr;
+	__le32 tag;
+	__le32 status;
+	__le64 pool_id;
+	__le64 generation;
+	__le64 offset;
+	__le32 io_length;
+	__u8 reserved[4];
+};
+
 /* How many regions one RPAGE_MSG_POOL_ADD carries at most. */
 #define RPAGE_MSG_MRS_PER_ADD \
 	((RPAGE_MSG_MAX - sizeof(struct rpage_msg_pool_add)) / \
@@ -255,6 +339,9 @@ static inline void rpage_proto_build_checks(void)
 	BUILD_BUG_ON(sizeof(struct rpage_msg_pool_del_ack) != 24);
 	BUILD_BUG_ON(sizeof(struct rpage_msg_pool_sync) != 16);
 	BUILD_BUG_ON(sizeof(struct rpage_msg_heartbeat) != 16);
+	BUILD_BUG_ON(sizeof(struct rpage_msg_tcp_hello) != 40);
+	BUILD_BUG_ON(sizeof(struct rpage_msg_tcp_reject) != 24);
+	BUILD_BUG_ON(sizeof(struct rpage_msg_io) != 48);
 	BUILD_BUG_ON(RPAGE_MSG_POOL_FLAGS_ALL != RPAGE_POOL_FLAGS_ALL);
 }
 #endif /* __KERNEL__ */

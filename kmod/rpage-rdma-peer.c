@@ -10,23 +10,13 @@
 
 #include <linux/slab.h>
 
-#define RPAGE_MAX_QPS_PER_PEER	16
-
-static unsigned int rpage_peer_nr_qps(void)
-{
-	/* One for control and WRITEs, then one for READs per CPU. */
-	unsigned int n = rpage_qps_per_peer ? rpage_qps_per_peer :
-			 num_online_cpus() + 1;
-
-	return clamp(n, 2U, (unsigned int)RPAGE_MAX_QPS_PER_PEER);
-}
-
 /* The queue pairs of a peer being added. */
 static int rpage_rdma_peer_init(struct rpage_peer *peer)
 {
 	unsigned int i;
 
-	peer->nr_conns = rpage_peer_nr_qps();
+	/* One for control and WRITEs, then READs spread over the rest. */
+	peer->nr_conns = rpage_peer_nr_channels();
 	peer->conns = kcalloc(peer->nr_conns, sizeof(*peer->conns), GFP_KERNEL);
 	if (!peer->conns)
 		return -ENOMEM;
@@ -86,6 +76,19 @@ static bool rpage_rdma_connected(struct rpage_peer *peer)
 		if (peer->conns[i].c.state != RPAGE_CONN_CONNECTED)
 			return false;
 	return true;
+}
+
+/* Under the peer's state lock: the queue pairs, and how many are up. */
+static u32 rpage_rdma_channels(struct rpage_peer *peer, u32 *up)
+{
+	unsigned int i;
+
+	lockdep_assert_held(&peer->state_lock);
+	*up = 0;
+	for (i = 0; i < peer->nr_conns; i++)
+		if (peer->conns[i].c.state == RPAGE_CONN_CONNECTED)
+			(*up)++;
+	return peer->nr_conns;
 }
 
 /*
@@ -173,6 +176,12 @@ static int rpage_rdma_chan_send(struct rpage_conn *chan, const void *msg,
 			       "pool table SEND");
 }
 
+/* A heartbeat to a reader, on the first queue pair it opened to us. */
+static void rpage_rdma_chan_heartbeat(struct rpage_conn *chan)
+{
+	rpage_conn_heartbeat(chan, "inbound heartbeat");
+}
+
 /* A heartbeat to a peer we read from, on the first queue pair. */
 static void rpage_rdma_heartbeat(struct rpage_peer *peer)
 {
@@ -193,7 +202,11 @@ const struct rpage_transport_ops rpage_rdma_transport = {
 	.connect	= rpage_rdma_connect,
 	.connected	= rpage_rdma_connected,
 	.close		= rpage_rdma_close,
+	.channels	= rpage_rdma_channels,
 	.heartbeat	= rpage_rdma_heartbeat,
+	.chan_heartbeat	= rpage_rdma_chan_heartbeat,
+	.chan_break	= rpage_conn_to_error,
+	.chan_destroy	= rpage_conn_destroy,
 	.send_ctl	= rpage_rdma_send_ctl,
 	.chan_send	= rpage_rdma_chan_send,
 	.run_alloc	= rpage_rdma_run_alloc,

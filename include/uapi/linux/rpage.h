@@ -34,11 +34,19 @@
  * peer's transport (RPAGE_TRANSPORT_*), and struct rpage_peer_info
  * .transport reports the one in use. A module without the bit refuses a
  * non-zero @transport with EINVAL (it was reserved) and reports zero.
+ *
+ * RPAGE_FEATURE_TCP: RPAGE_TRANSPORT_TCP exists; struct rpage_endpoint
+ * .transport chooses what an endpoint listens with, and struct
+ * rpage_endpoint_info.transport reports it; RPAGE_REJECT_TRANSPORT may
+ * be reported. A module without the bit refuses RPAGE_TRANSPORT_TCP and
+ * a non-zero endpoint @transport with EINVAL.
  */
 #define RPAGE_FEATURE_PEER_REFUSALS	(1ULL << 0)
 #define RPAGE_FEATURE_TRANSPORT		(1ULL << 1)
+#define RPAGE_FEATURE_TCP		(1ULL << 2)
 #define RPAGE_FEATURES_ALL	(RPAGE_FEATURE_PEER_REFUSALS | \
-				 RPAGE_FEATURE_TRANSPORT)
+				 RPAGE_FEATURE_TRANSPORT | \
+				 RPAGE_FEATURE_TCP)
 
 /* Bounds of names and of strings the kernel reports. */
 #define RPAGE_NAME_MAX		64
@@ -153,12 +161,20 @@ struct rpage_addr {
 /**
  * struct rpage_endpoint - add or delete a listening endpoint
  * @addr: the local address to listen on; a wildcard address listens on
- *	every RDMA device.
+ *	every RDMA device (and every interface, over TCP).
+ * @transport: what it listens with (RPAGE_FEATURE_TCP; before it,
+ *	reserved: zero): RPAGE_TRANSPORT_AUTO listens for TCP connections
+ *	on the address's port, and for RDMA ones too if the address has an
+ *	RDMA device; RPAGE_TRANSPORT_RDMA only RDMA, RPAGE_TRANSPORT_TCP
+ *	only TCP. Delete goes by @addr and wants it zero.
+ * @reserved0: must be zero.
  * @reserved: must be zero.
  */
 struct rpage_endpoint {
 	struct rpage_addr addr;
-	__u64 reserved[4];
+	__u32 transport;
+	__u32 reserved0;
+	__u64 reserved[3];
 };
 
 /* Endpoint states (struct rpage_endpoint_info.state). */
@@ -172,7 +188,8 @@ enum {
  * struct rpage_endpoint_info - a listening endpoint
  * @addr: the address it listens on.
  * @state: RPAGE_ENDPOINT_*.
- * @reserved0: zero.
+ * @transport: a bit per transport it listens with, 1 << RPAGE_TRANSPORT_*
+ *	(RPAGE_FEATURE_TCP; zero on a module without it).
  * @accepted: connections accepted.
  * @rejected_unknown: connections refused: not from a configured peer.
  * @rejected_version: connections refused: incompatible protocol.
@@ -182,7 +199,7 @@ enum {
 struct rpage_endpoint_info {
 	struct rpage_addr addr;
 	__u32 state;
-	__u32 reserved0;
+	__u32 transport;
 	__u64 accepted;
 	__u64 rejected_unknown;
 	__u64 rejected_version;
@@ -192,8 +209,11 @@ struct rpage_endpoint_info {
 
 /*
  * Transports (struct rpage_peer_config.transport, RPAGE_FEATURE_TRANSPORT).
- * RPAGE_TRANSPORT_AUTO picks one for the peer's address: RDMA, the only
- * network transport so far. RPAGE_TRANSPORT_LOOP is this host itself,
+ * RPAGE_TRANSPORT_AUTO picks one for the peer's address when the peer is
+ * added: RDMA if the route to it has an RDMA device, else TCP (with
+ * RPAGE_FEATURE_TCP; RDMA without it). RPAGE_TRANSPORT_TCP carries the
+ * same protocol over kernel TCP sockets: no RDMA device needed, pages
+ * copied by the network stack. RPAGE_TRANSPORT_LOOP is this host itself,
  * with no network: its pools are read and written by copying their
  * pages, through the same peer, pool table and fault path as a remote
  * peer's. A host has at most one loop peer; it has no address.
@@ -202,6 +222,7 @@ enum {
 	RPAGE_TRANSPORT_AUTO	= 0,
 	RPAGE_TRANSPORT_RDMA	= 1,
 	RPAGE_TRANSPORT_LOOP	= 2,
+	RPAGE_TRANSPORT_TCP	= 3,
 };
 
 /**
@@ -247,6 +268,8 @@ enum {
 	RPAGE_REJECT_BAD_HELLO		= 3,
 	RPAGE_REJECT_NO_RESOURCES	= 4,
 	RPAGE_REJECT_UNSPECIFIED	= 5,
+	/* The peer has us configured with another transport. */
+	RPAGE_REJECT_TRANSPORT		= 6,
 };
 
 /**
@@ -266,8 +289,9 @@ enum {
  *	while the module is loaded.
  * @connects: connections established to the peer.
  * @rejects: connections the peer refused.
- * @transport: RPAGE_TRANSPORT_RDMA or RPAGE_TRANSPORT_LOOP: the one in
- *	use (RPAGE_FEATURE_TRANSPORT; zero on a module without it). A loop
+ * @transport: RPAGE_TRANSPORT_RDMA, _TCP or _LOOP: the one in use
+ *	(RPAGE_FEATURE_TRANSPORT; zero on a module without it). Over TCP,
+ *	the "queue pairs" are TCP connections. A loop
  *	peer has no queue pairs: @qps and @qps_connected are zero, and
  *	@qps_inbound counts its one channel to this host's pools.
  * @reserved0: zero.
