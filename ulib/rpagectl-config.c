@@ -163,6 +163,7 @@ static const char *const transports[] = {
 	[RPAGE_TRANSPORT_AUTO] = "rdma",
 	[RPAGE_TRANSPORT_RDMA] = "rdma",
 	[RPAGE_TRANSPORT_LOOP] = "loop",
+	[RPAGE_TRANSPORT_TCP] = "tcp",
 };
 
 static const char *const peer_states[] = {
@@ -179,6 +180,7 @@ static const char *const reject_reasons[] = {
 	[RPAGE_REJECT_BAD_HELLO] = "bad-hello",
 	[RPAGE_REJECT_NO_RESOURCES] = "no-resources",
 	[RPAGE_REJECT_UNSPECIFIED] = "unspecified",
+	[RPAGE_REJECT_TRANSPORT] = "transport",
 };
 
 static void format_guid(char *buf, size_t len, uint64_t guid)
@@ -262,21 +264,65 @@ static const char *const config_commands[] = {
 
 static void endpoint_usage(void)
 {
-	puts("Usage: rpagectl endpoint add ADDR [ port PORT ]\n"
+	puts("Usage: rpagectl endpoint add ADDR [ port PORT ] [ transport { auto | rdma | tcp } ]\n"
 	     "       rpagectl endpoint del ADDR [ port PORT ]\n"
 	     "       rpagectl endpoint [ show ]\n"
 	     "ADDR := { IPV4-ADDRESS | IPV6-ADDRESS[%INTERFACE] }\n"
-	     "        (0.0.0.0 or :: listens on every RDMA device)\n"
-	     "PORT := 1..65535 (default 7471)");
+	     "        (0.0.0.0 or :: listens on every RDMA device and interface)\n"
+	     "PORT := 1..65535 (default 7471)\n"
+	     "transport: auto (the default) listens over TCP, and over RDMA too if\n"
+	     "           the address has an RDMA device; rdma or tcp: only that one");
+}
+
+/*
+ * What an endpoint listens with, from its bits (1 << RPAGE_TRANSPORT_*):
+ * "rdma", "tcp" or "rdma,tcp". A module without RPAGE_FEATURE_TCP
+ * reports none: it listens over RDMA only.
+ */
+static const char *endpoint_transports(__u32 bits)
+{
+	bool rdma = bits & (1U << RPAGE_TRANSPORT_RDMA);
+	bool tcp = bits & (1U << RPAGE_TRANSPORT_TCP);
+
+	if (rdma && tcp)
+		return "rdma,tcp";
+	if (tcp)
+		return "tcp";
+	if (rdma || !bits)
+		return "rdma";
+	return "unknown";
+}
+
+static void endpoint_print(struct json_writer *jw,
+			   const struct rpage_endpoint_info *info)
+{
+	char addr[RPAGE_ADDR_STRLEN];
+
+	format_addr(&info->addr, addr, sizeof(addr));
+	if (jw)
+		json_open_object(jw, NULL);
+	print_str(jw, "addr", NULL, addr);
+	print_u64(jw, "port", "port", info->addr.port);
+	print_str(jw, "state", "state", NAME_OF(endpoint_states, info->state));
+	print_str(jw, "transport", "transport",
+		  endpoint_transports(info->transport));
+	print_u64(jw, "accepted", "accepted", info->accepted);
+	print_u64(jw, "rejected_unknown", "rejected-unknown",
+		  info->rejected_unknown);
+	print_u64(jw, "rejected_version", "rejected-version",
+		  info->rejected_version);
+	print_u64(jw, "rejected_other", "rejected-other", info->rejected_other);
+	if (jw)
+		json_close_object(jw);
+	else
+		putchar('\n');
 }
 
 static int endpoint_show(int fd)
 {
 	struct rpage_endpoint_info *infos;
-	char addr[RPAGE_ADDR_STRLEN];
 	void *buf = NULL;
 	struct json_writer jw;
-	const char *state;
 	int count;
 
 	count = fetch_list(fd, rpage_endpoint_list, sizeof(*infos), &buf);
@@ -288,33 +334,8 @@ static int endpoint_show(int fd)
 		json_init(&jw, stdout, opt_pretty);
 		json_open_array(&jw, NULL);
 	}
-	for (int i = 0; i < count; i++) {
-		struct rpage_endpoint_info *info = &infos[i];
-
-		format_addr(&info->addr, addr, sizeof(addr));
-		state = NAME_OF(endpoint_states, info->state);
-		if (!opt_json) {
-			printf("%s port %u state %s accepted %" PRIu64
-			       " rejected-unknown %" PRIu64
-			       " rejected-version %" PRIu64
-			       " rejected-other %" PRIu64 "\n",
-			       addr, info->addr.port, state,
-			       (uint64_t)info->accepted,
-			       (uint64_t)info->rejected_unknown,
-			       (uint64_t)info->rejected_version,
-			       (uint64_t)info->rejected_other);
-			continue;
-		}
-		json_open_object(&jw, NULL);
-		json_string(&jw, "addr", addr);
-		json_uint(&jw, "port", info->addr.port);
-		json_string(&jw, "state", state);
-		json_uint(&jw, "accepted", info->accepted);
-		json_uint(&jw, "rejected_unknown", info->rejected_unknown);
-		json_uint(&jw, "rejected_version", info->rejected_version);
-		json_uint(&jw, "rejected_other", info->rejected_other);
-		json_close_object(&jw);
-	}
+	for (int i = 0; i < count; i++)
+		endpoint_print(opt_json ? &jw : NULL, &infos[i]);
 	if (opt_json) {
 		json_close_array(&jw);
 		json_finish(&jw);
@@ -323,13 +344,17 @@ static int endpoint_show(int fd)
 	return 0;
 }
 
-/* endpoint { add | del } ADDR [ port PORT ] */
+static int parse_transport(const char *subject, const char *text, __u32 *out);
+
+/* endpoint add ADDR [ port PORT ] [ transport T ]; endpoint del ADDR [ port PORT ] */
 static int endpoint_change(int cmd, int argc, char **argv)
 {
 	const char *what = cmd == CMD_ADD ? "endpoint add" : "endpoint del";
-	const char *port_text = NULL;
+	const char *port_text = NULL, *transport_text = NULL;
+	__u32 transport = RPAGE_TRANSPORT_AUTO;
 	struct rpage_endpoint ep;
 	__u16 port = RPAGE_DEFAULT_PORT;
+	struct rpage_api api;
 	char subject[128];
 	const char *words = NULL;
 	char buf[96];
@@ -338,18 +363,35 @@ static int endpoint_change(int cmd, int argc, char **argv)
 	if (argc < 1)
 		return usage_error("%s: missing ADDR", what);
 	for (int i = 1; i < argc; i += 2) {
-		if (!matches(argv[i], "port"))
+		const char **slot;
+
+		if (matches(argv[i], "port"))
+			slot = &port_text;
+		else if (cmd == CMD_ADD && matches(argv[i], "transport"))
+			slot = &transport_text;
+		else
 			return usage_error("%s: unexpected argument '%s'", what, argv[i]);
-		if (port_text)
-			return usage_error("%s: 'port' given twice", what);
+		if (*slot)
+			return usage_error("%s: '%s' given twice", what, argv[i]);
 		if (i + 1 >= argc)
-			return usage_error("%s: 'port' needs a value", what);
-		port_text = argv[i + 1];
+			return usage_error("%s: '%s' needs a value", what, argv[i]);
+		*slot = argv[i + 1];
+	}
+	if (port_text) {
 		ret = parse_port(what, port_text, &port);
 		if (ret)
 			return ret;
 	}
+	if (transport_text) {
+		ret = parse_transport(what, transport_text, &transport);
+		if (ret)
+			return ret;
+		if (transport == RPAGE_TRANSPORT_LOOP)
+			return usage_error("%s: an endpoint listens over rdma or tcp, not loop",
+					   what);
+	}
 	memset(&ep, 0, sizeof(ep));
+	ep.transport = transport;
 	ret = parse_addr(what, argv[0], port, &ep.addr);
 	if (ret)
 		return ret;
@@ -358,9 +400,14 @@ static int endpoint_change(int cmd, int argc, char **argv)
 	else
 		snprintf(subject, sizeof(subject), "%s", argv[0]);
 
-	fd = open_device(NULL);
+	fd = open_device(&api);
 	if (fd < 0)
 		return 1;
+	if (transport != RPAGE_TRANSPORT_AUTO && !(api.features & RPAGE_FEATURE_TCP)) {
+		close(fd);
+		return fail_cmd(what, subject, EOPNOTSUPP,
+				"this rpage.ko has no choice of transport for endpoints");
+	}
 	ret = cmd == CMD_ADD ? rpage_endpoint_add(fd, &ep) : rpage_endpoint_del(fd, &ep);
 	close(fd);
 	if (!ret)
@@ -375,7 +422,9 @@ static int endpoint_change(int cmd, int argc, char **argv)
 		break;
 	case ENODEV:
 	case EADDRNOTAVAIL:
-		words = "no RDMA device has this address";
+		words = transport == RPAGE_TRANSPORT_RDMA ?
+			"no RDMA device has this address" :
+			"this host has no such address";
 		break;
 	case EADDRINUSE:
 		snprintf(buf, sizeof(buf), "port %u is already in use", port);
@@ -415,7 +464,7 @@ int cmd_endpoint(int argc, char **argv)
 
 static void peer_usage(void)
 {
-	puts("Usage: rpagectl peer add NAME addr ADDR [ port PORT ] [ transport { auto | rdma } ]\n"
+	puts("Usage: rpagectl peer add NAME addr ADDR [ port PORT ] [ transport { auto | rdma | tcp } ]\n"
 	     "                         [ loss-timeout SECONDS ]\n"
 	     "       rpagectl peer add NAME transport loop [ loss-timeout SECONDS ]\n"
 	     "       rpagectl peer set NAME loss-timeout SECONDS\n"
@@ -424,8 +473,10 @@ static void peer_usage(void)
 	     "NAME := 1 to 63 of A-Z a-z 0-9 . _ -\n"
 	     "ADDR := { IPV4-ADDRESS | IPV6-ADDRESS[%INTERFACE] }\n"
 	     "PORT := 1..65535 (default 7471)\n"
-	     "transport: auto (the default) is rdma; loop is this host itself, no\n"
-	     "           network: its own pools, read by copying (one loop peer per host)\n"
+	     "transport: auto (the default) is rdma if the route to ADDR has an RDMA\n"
+	     "           device, else tcp (kernel TCP sockets, no RDMA device needed);\n"
+	     "           loop is this host itself, no network: its own pools, read by\n"
+	     "           copying (one loop peer per host)\n"
 	     "SECONDS := 0 to 86400, to the millisecond: how long transfers wait for the\n"
 	     "           peer to come back before they fail (0: at once; default: the\n"
 	     "           module parameter loss_timeout_ms)");
@@ -587,16 +638,18 @@ static int parse_transport(const char *subject, const char *text, __u32 *out)
 		*out = RPAGE_TRANSPORT_AUTO;
 	else if (!strcmp(text, "rdma"))
 		*out = RPAGE_TRANSPORT_RDMA;
+	else if (!strcmp(text, "tcp"))
+		*out = RPAGE_TRANSPORT_TCP;
 	else if (!strcmp(text, "loop"))
 		*out = RPAGE_TRANSPORT_LOOP;
 	else
-		return usage_error("%s: unknown transport '%s' (auto, rdma or loop)",
+		return usage_error("%s: unknown transport '%s' (auto, rdma, tcp or loop)",
 				   subject, text);
 	return 0;
 }
 
 /*
- * peer add NAME addr ADDR [ port PORT ] [ transport auto|rdma ]
+ * peer add NAME addr ADDR [ port PORT ] [ transport auto|rdma|tcp ]
  *	[ loss-timeout SECONDS ]
  * peer add NAME transport loop [ loss-timeout SECONDS ]
  */
@@ -681,6 +734,11 @@ static int peer_add(int argc, char **argv)
 		close(fd);
 		return fail_cmd(what, argv[0], EOPNOTSUPP,
 				"this rpage.ko has no choice of transport");
+	}
+	if (transport == RPAGE_TRANSPORT_TCP && !(api.features & RPAGE_FEATURE_TCP)) {
+		close(fd);
+		return fail_cmd(what, argv[0], EOPNOTSUPP,
+				"this rpage.ko has no TCP transport");
 	}
 	ret = rpage_peer_add(fd, &peer);
 	/*
