@@ -57,8 +57,9 @@ KSELFTEST_DIR := build/kselftest
 TEST_PROGS := rpage_api_test rpage_config_test rpage_pool_test rpage_map_test
 RDMA_PEERS := rpage_rogue_peer rpage_rogue_exporter rpage_uffd_baseline
 TEST_TOOLS := rpage_pattern rpage_fault rpage-bench rpage_ioctl_fuzz
+TCP_PEERS := rpage_rogue_tcp
 TEST_BINS := $(addprefix $(O_USER)/selftests/,$(TEST_PROGS) $(RDMA_PEERS) \
-	$(TEST_TOOLS))
+	$(TCP_PEERS) $(TEST_TOOLS))
 
 .PHONY: all module user selftests check check-debug demo demo-faults bench \
 	install clean checkpatch sparse deps
@@ -131,6 +132,12 @@ $(O_USER)/selftests/rpage_rogue_exporter: selftests/rpage_rogue_exporter.c \
 		kmod/rpage-proto.h selftests/rpage_pattern.h
 	@mkdir -p $(dir $@)
 	$(CC) $(USER_CFLAGS) -o $@ $< -lrdmacm -libverbs
+
+# A reader over TCP that misbehaves, on plain sockets.
+$(O_USER)/selftests/rpage_rogue_tcp: selftests/rpage_rogue_tcp.c \
+		kmod/rpage-proto.h
+	@mkdir -p $(dir $@)
+	$(CC) $(USER_CFLAGS) -o $@ $<
 
 # The baseline rpage is measured against: a userfaultfd handler thread
 # fetching pages with libibverbs or over TCP, and the server it reads.

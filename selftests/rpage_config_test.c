@@ -89,8 +89,11 @@ static int add_endpoint(FIXTURE_DATA(config) *self,
 {
 	int ret = rpage_endpoint_add(self->fd, ep);
 
-	if (!ret && self->nr_eps < MAX_ADDED)
-		self->eps[self->nr_eps++] = *ep;
+	if (!ret && self->nr_eps < MAX_ADDED) {
+		self->eps[self->nr_eps] = *ep;
+		/* Deleted by address alone. */
+		self->eps[self->nr_eps++].transport = 0;
+	}
 	return ret;
 }
 
@@ -286,9 +289,10 @@ TEST_F(config, lists_reject_bad_arguments)
 
 TEST_F(config, endpoint_rejects_reserved_fields)
 {
-	for (int r = 0; r < 4; r++) {
-		struct rpage_endpoint ep = endpoint4("0.0.0.0", 0);
+	struct rpage_endpoint ep;
 
+	for (int r = 0; r < 3; r++) {
+		ep = endpoint4("0.0.0.0", 0);
 		ep.reserved[r] = 1ULL << 40;
 		EXPECT_EQ(-EINVAL, add_endpoint(self, &ep)) {
 			TH_LOG("add: reserved[%d] set", r);
@@ -297,6 +301,45 @@ TEST_F(config, endpoint_rejects_reserved_fields)
 			TH_LOG("del: reserved[%d] set", r);
 		}
 	}
+	ep = endpoint4("0.0.0.0", 0);
+	ep.reserved0 = 1;
+	EXPECT_EQ(-EINVAL, add_endpoint(self, &ep));
+	EXPECT_EQ(-EINVAL, rpage_endpoint_del(self->fd, &ep));
+	/* No loop endpoint, nor one past the known transports. */
+	ep = endpoint4("0.0.0.0", 0);
+	ep.transport = RPAGE_TRANSPORT_LOOP;
+	EXPECT_EQ(-EINVAL, add_endpoint(self, &ep));
+	ep.transport = RPAGE_TRANSPORT_TCP + 1;
+	EXPECT_EQ(-EINVAL, add_endpoint(self, &ep));
+	/* Delete goes by address alone. */
+	ep.transport = RPAGE_TRANSPORT_TCP;
+	EXPECT_EQ(-EINVAL, rpage_endpoint_del(self->fd, &ep));
+}
+
+TEST_F(config, endpoint_listens_with_the_transport_asked)
+{
+	struct rpage_endpoint_info infos[MAX_LISTED];
+	struct rpage_endpoint tcp = endpoint4("127.0.0.1", 7491);
+	struct rpage_endpoint rdma = endpoint4("0.0.0.0", 7492);
+	const struct rpage_endpoint_info *info;
+	int count;
+
+	tcp.transport = RPAGE_TRANSPORT_TCP;
+	rdma.transport = RPAGE_TRANSPORT_RDMA;
+	ASSERT_EQ(0, add_endpoint(self, &tcp));
+	ASSERT_EQ(0, add_endpoint(self, &rdma));
+	count = list_endpoints(self->fd, infos, MAX_LISTED);
+	ASSERT_LE(2, count);
+	info = find_endpoint(infos, count, &tcp.addr);
+	ASSERT_NE(NULL, info);
+	EXPECT_EQ(1U << RPAGE_TRANSPORT_TCP, info->transport);
+	info = find_endpoint(infos, count, &rdma.addr);
+	ASSERT_NE(NULL, info);
+	EXPECT_EQ(1U << RPAGE_TRANSPORT_RDMA, info->transport);
+	/* An address and port is one endpoint, whatever it listens with. */
+	rdma = endpoint4("127.0.0.1", 7491);
+	rdma.transport = RPAGE_TRANSPORT_TCP;
+	EXPECT_EQ(-EEXIST, add_endpoint(self, &rdma));
 }
 
 TEST_F(config, endpoint_rejects_bad_family)
@@ -361,7 +404,9 @@ TEST_F(config, endpoint_on_wildcard_with_default_port)
 	ASSERT_NE(NULL, info);
 	EXPECT_EQ(RPAGE_ENDPOINT_LISTENING, info->state);
 	EXPECT_EQ(0, info->addr.scope_id);
-	EXPECT_EQ(0, info->reserved0);
+	/* Automatic listens over both where an RDMA device has the address. */
+	EXPECT_EQ((1U << RPAGE_TRANSPORT_RDMA) | (1U << RPAGE_TRANSPORT_TCP),
+		  info->transport);
 	for (int r = 0; r < 4; r++) {
 		EXPECT_EQ(0, info->reserved[r]);
 	}
@@ -405,7 +450,7 @@ TEST_F(config, peer_rejects_reserved_fields_and_flags)
 	}
 	/* Transports past the known ones. */
 	peer = peer4(PEER_A, UNREACHABLE_A, 0);
-	peer.transport = RPAGE_TRANSPORT_LOOP + 1;
+	peer.transport = RPAGE_TRANSPORT_TCP + 1;
 	EXPECT_EQ(-EINVAL, add_peer(self, &peer));
 	peer.transport = 1U << 31;
 	EXPECT_EQ(-EINVAL, add_peer(self, &peer));
@@ -638,6 +683,28 @@ TEST_F(config, peer_add_list_del)
 	del = peer_name(PEER_B);
 	EXPECT_EQ(0, rpage_peer_del(self->fd, &del));
 	EXPECT_EQ(0, count_peers_named(self->fd, PEER_B));
+}
+
+TEST_F(config, tcp_peer_listed_as_such)
+{
+	struct rpage_peer_info infos[MAX_LISTED];
+	struct rpage_peer_config a = peer4(PEER_A, UNREACHABLE_A, 0);
+	const struct rpage_peer_info *info;
+	int count;
+
+	a.transport = RPAGE_TRANSPORT_TCP;
+	ASSERT_EQ(0, add_peer(self, &a));
+	count = list_peers(self->fd, infos, MAX_LISTED);
+	ASSERT_LE(1, count);
+	info = find_peer(infos, count, PEER_A);
+	ASSERT_NE(NULL, info);
+	EXPECT_EQ(RPAGE_TRANSPORT_TCP, info->transport);
+	/* A control connection and at least one for data; none up. */
+	EXPECT_LE(2, info->qps);
+	EXPECT_EQ(0, info->qps_connected);
+	/* Its address is still its own: not a second peer of it. */
+	a = peer4(PEER_B, UNREACHABLE_A, 0);
+	EXPECT_EQ(-EEXIST, add_peer(self, &a));
 }
 
 /* A loop peer: this host, no address, one per host. */

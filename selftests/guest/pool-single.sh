@@ -322,6 +322,99 @@ test_loop_write_to_a_read_only_pool() {
 	cat /tmp/err
 }
 
+# The TCP transport over the guest's own loopback interface: peer "tcp"
+# at 127.0.0.1, which has no RDMA device, so that the automatic choice
+# is TCP for the peer and the endpoint both, beside "self" over RDMA.
+TCP_ADDR=127.0.0.1
+
+test_tcp_peer_add() {
+	"$RPAGECTL" endpoint add "$TCP_ADDR" || fail "endpoint add $TCP_ADDR" || return
+	"$RPAGECTL" endpoint show
+	"$RPAGECTL" -j endpoint show |
+		jq -e --arg a "$TCP_ADDR" --arg s "$SELF" \
+			'any(.[]; .addr == $a and .transport == "tcp") and any(.[]; .addr == $s and .transport == "rdma,tcp")' > /dev/null ||
+		fail "endpoints: $TCP_ADDR not over tcp alone, or $SELF not over both" || return
+	"$RPAGECTL" peer add tcp addr "$TCP_ADDR" || fail "peer add tcp addr $TCP_ADDR" || return
+	wait_until 30 peer_is tcp connected || { "$RPAGECTL" peer show tcp; fail "tcp not connected"; return; }
+	"$RPAGECTL" peer show tcp
+	"$RPAGECTL" -j peer show tcp |
+		jq -e '.[0].transport == "tcp" and .[0].qps == 2 and .[0].qps_connected == 2 and .[0].qps_inbound == 2' > /dev/null ||
+		fail "peer show tcp: not a connected TCP peer with 2 connections each way" || return
+	wait_until 30 remote_pool_listed tcp 1 || fail "pool 1 not listed through tcp" || return
+	wait_until 30 remote_pool_listed tcp 2 || fail "pool 2 not listed through tcp"
+}
+
+test_tcp_and_rdma_read_each_others_writes() {
+	"$PATTERN" write self 2 0 8M --seed 21 || return
+	"$PATTERN" read tcp 2 0 8M --seed 21 || fail "tcp read what self wrote wrong" || return
+	"$PATTERN" write tcp 2 0 8M --seed 22 --batch 1 || return
+	"$PATTERN" read self 2 0 8M --seed 22 || fail "self read what tcp wrote wrong" || return
+	"$PATTERN" read tcp 2 4K 4M --seed 22 --batch 1 || return
+	"$RPAGECTL" read tcp 1 0 64M file /tmp/p1 || fail "rpagectl read over tcp" || return
+	head -c 64M /dev/zero | cmp - /tmp/p1 || fail "pool 1 over tcp is not all zeros" || return
+	rm -f /tmp/p1
+	"$PATTERN" write tcp 2 0 8M --seed 7 || return
+	"$PATTERN" read self 2 0 8M --seed 7
+}
+
+test_tcp_write_to_a_read_only_pool() {
+	if "$RPAGECTL" write tcp 1 0 4K file /dev/zero 2> /tmp/err; then
+		fail "wrote a read-only pool over tcp"
+		return
+	fi
+	cat /tmp/err
+	grep -q "read-only" /tmp/err || fail "not refused as read-only"
+}
+
+# TCP needs no RDMA device: with rxe0 gone, faults, prefetch and
+# eviction of pool 2 go through tcp, every byte checked.
+test_tcp_without_an_rdma_device() {
+	local fault=$SELFTESTS/rpage_fault
+	rdma link delete rxe0 || fail "rdma link delete" || return
+	"$fault" touch tcp 2 8M --seed 7 --expect-faults 2048 ||
+		fail "faults over tcp with no RDMA device" || return
+	"$fault" touch tcp 2 8M --threads 4 --order random --seed 7 ||
+		fail "faults from 4 threads over tcp" || return
+	"$fault" prefetch tcp 2 8M --wait --seed 7 || fail "prefetch over tcp" || return
+	"$PATTERN" write tcp 2 0 1M --seed 0 || return
+	"$fault" evict tcp 2 0 1M --seed 13 || fail "evict over tcp" || return
+	"$PATTERN" read tcp 2 0 1M --seed 13 || fail "evicted pages over tcp" || return
+	"$PATTERN" write tcp 2 0 1M --seed 7 || return
+	"$RPAGECTL" peer show tcp
+	rdma link add rxe0 type rxe netdev eth0 || fail "rdma link add" || return
+	wait_until 60 peer_is self connected || fail "self not back" || return
+	wait_until 30 remote_pool_listed self 2 || fail "pool 2 not announced again" || return
+	"$PATTERN" read self 2 0 8M --seed 7
+}
+
+# A hostile reader over TCP (selftests/rpage_rogue_tcp), from 127.0.0.2:
+# the peer "rogue" here. With no keys on TCP, the exporter's checks are
+# all that keeps a reader inside its pools: every request out of bounds
+# or out of rule is refused and counted, no byte outside a pool comes
+# back, a refused write lands nowhere, a frame that cannot be followed
+# ends the connection, bad hellos are refused with their reason, and the
+# good peer "tcp" is served all along.
+test_tcp_rogue_reader() {
+	local out=/tmp/rogue-tcp.out rc want
+	"$RPAGECTL" peer add rogue addr 127.0.0.2 transport tcp || return
+	"$SELFTESTS/rpage_rogue_tcp" --from 127.0.0.2 --to "$TCP_ADDR" --pool 1 > "$out" 2>&1
+	rc=$?
+	cat "$out"
+	"$RPAGECTL" peer show rogue
+	"$RPAGECTL" endpoint show
+	expect_eq "$rc" 0 "the rogue's cases went as they should" || return
+	want=$(sed -n 's/^refused //p' "$out")
+	expect_eq "$(peer_field rogue refused_msgs)" "$want" "requests counted as refused" || return
+	"$RPAGECTL" peer del rogue || return
+	"$PATTERN" read tcp 2 0 8M --seed 7 || fail "tcp read wrong after the rogue"
+}
+
+test_tcp_peer_del() {
+	"$RPAGECTL" peer del tcp || fail "peer del tcp" || return
+	"$RPAGECTL" -j peer show | jq -e 'all(.[]; .name != "tcp")' > /dev/null ||
+		fail "tcp still listed"
+}
+
 test_loop_peer_del() {
 	"$RPAGECTL" peer del lo || fail "peer del lo" || return
 	"$RPAGECTL" -j peer show | jq -e 'all(.[]; .name != "lo")' > /dev/null ||
@@ -329,9 +422,12 @@ test_loop_peer_del() {
 }
 
 test_unload_with_pools() {
-	# A loop peer too, connected, with the pools in its table.
+	# A loop peer and a TCP peer too, connected, with the pools in
+	# their tables.
 	loop_peer_add lo 2 || return
-	rpage_unload || fail "rmmod with pools, a connected peer and a loop peer" || return
+	"$RPAGECTL" peer add tcp addr "$TCP_ADDR" transport tcp || return
+	wait_until 30 remote_pool_listed tcp 2 || fail "pool 2 not listed through tcp" || return
+	rpage_unload || fail "rmmod with pools, a connected peer, a loop peer and a TCP peer" || return
 	expect_eq "$(rdma resource show rxe0 | sed 's/^[0-9]*: rxe0: //')" "$RXE_BARE" "rxe0 resources after unload"
 }
 
@@ -362,6 +458,20 @@ RPAGE_TEST_PEER=lo run_kselftest map-loop "$SELFTESTS/rpage_map_test"
 
 tap_begin loop-single-end
 run_test loop_peer_deleted test_loop_peer_del
+tap_end
+
+tap_begin tcp-single
+run_test tcp_peer_and_endpoint_chosen_automatically test_tcp_peer_add
+run_test tcp_and_rdma_read_each_others_writes test_tcp_and_rdma_read_each_others_writes
+run_test tcp_write_to_a_read_only_pool_refused test_tcp_write_to_a_read_only_pool
+run_test tcp_faults_prefetch_evict_without_an_rdma_device test_tcp_without_an_rdma_device
+run_test tcp_rogue_reader_refused_and_counted test_tcp_rogue_reader
+tap_end
+
+RPAGE_TEST_PEER=tcp run_kselftest map-tcp "$SELFTESTS/rpage_map_test"
+
+tap_begin tcp-single-end
+run_test tcp_peer_deleted test_tcp_peer_del
 tap_end
 
 tap_begin fault-single

@@ -1,0 +1,519 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * rpage_rogue_tcp: a hostile reader over TCP, with plain sockets.
+ *
+ *	rpage_rogue_tcp --from SRC --to DST [--port P] --pool ID
+ *
+ * Connects to an rpage.ko endpoint from SRC (an address of this host
+ * that the exporter has configured as a TCP peer), says a good hello,
+ * takes the pool table, then sends requests no rpage.ko would: out of
+ * the pool's bounds (an offset wrapping around 2^64 included), of bad
+ * lengths and alignments, of another generation, a write to a pool that
+ * is not writable, a status in a request, an answer in place of a
+ * request, frames of impossible lengths, hellos that are garbage or of
+ * another protocol, and no hello at all. Pool ID must be read-only and
+ * hold zeros: what the exporter sends back is checked byte for byte, and
+ * the write it refused must not have landed.
+ *
+ * One line per case on stdout, "ok NAME" or "FAIL NAME: why", then
+ * "refused N": the requests the exporter should have counted as refused.
+ * Exit status 0 if every case went as it should.
+ */
+#include <arpa/inet.h>
+#include <endian.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <linux/rpage.h>
+
+#include "../kmod/rpage-proto.h"
+
+#define PAGE		4096
+#define TIMEOUT_MS	10000
+#define NODE_ID		0x7cb0
+
+static struct sockaddr_in from, to;
+static uint64_t pool_id, pool_gen, pool_len;
+static unsigned int failures, refused;
+
+static void result(const char *name, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!fmt) {
+		printf("ok %s\n", name);
+		return;
+	}
+	failures++;
+	printf("FAIL %s: ", name);
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	putchar('\n');
+}
+
+/*
+ * An answer to a hello that takes half the exporter's connect timeout
+ * (5 s by default) waited for something: the hello had arrived long
+ * before.
+ */
+#define ANSWER_MS	2500
+
+static long ms_since(const struct timespec *t0)
+{
+	struct timespec t1;
+
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	return (t1.tv_sec - t0->tv_sec) * 1000 +
+	       (t1.tv_nsec - t0->tv_nsec) / 1000000;
+}
+
+/* Reads exactly @len bytes: 0, -1 at end of file, -2 on error/timeout. */
+static int read_all(int fd, void *buf, size_t len)
+{
+	while (len) {
+		struct pollfd p = { .fd = fd, .events = POLLIN };
+		ssize_t n;
+
+		if (poll(&p, 1, TIMEOUT_MS) != 1)
+			return -2;
+		n = read(fd, buf, len);
+		if (n == 0)
+			return -1;
+		if (n < 0)
+			return errno == ECONNRESET ? -1 : -2;
+		buf = (char *)buf + n;
+		len -= n;
+	}
+	return 0;
+}
+
+static int write_all(int fd, const void *buf, size_t len)
+{
+	while (len) {
+		ssize_t n = send(fd, buf, len, MSG_NOSIGNAL);
+
+		if (n <= 0)
+			return -1;
+		buf = (const char *)buf + n;
+		len -= n;
+	}
+	return 0;
+}
+
+static int dial(void)
+{
+	int fd = socket(AF_INET, SOCK_STREAM, 0), one = 1;
+
+	if (fd < 0)
+		return -1;
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (bind(fd, (struct sockaddr *)&from, sizeof(from)) ||
+	    connect(fd, (struct sockaddr *)&to, sizeof(to))) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+static struct rpage_msg_tcp_hello hello_frame(uint16_t major)
+{
+	struct rpage_msg_tcp_hello f;
+
+	memset(&f, 0, sizeof(f));
+	f.hdr.type = htole16(RPAGE_MSG_TCP_HELLO);
+	f.hdr.length = htole32(sizeof(f));
+	f.hello.magic = htole32(RPAGE_PROTO_MAGIC);
+	f.hello.major = htole16(major);
+	f.hello.minor = htole16(RPAGE_PROTO_MINOR);
+	f.hello.node_id = htole64(NODE_ID);
+	f.hello.qp_index = htole16(0);
+	f.hello.nr_qps = htole16(2);
+	return f;
+}
+
+/* Reads one frame into @buf (at most @max bytes): its length, or < 0. */
+static int read_frame(int fd, void *buf, size_t max)
+{
+	struct rpage_msg_hdr *hdr = buf;
+	uint32_t len;
+
+	if (read_all(fd, hdr, sizeof(*hdr)))
+		return -1;
+	len = le32toh(hdr->length);
+	if (len < sizeof(*hdr) || len > max)
+		return -2;
+	if (read_all(fd, (char *)buf + sizeof(*hdr), len - sizeof(*hdr)))
+		return -1;
+	return len;
+}
+
+/*
+ * Connects with a good hello and takes the pool table: the fd, with
+ * the pool's generation and length learnt; -1 on failure.
+ */
+static int session(const char *name)
+{
+	struct rpage_msg_tcp_hello f = hello_frame(RPAGE_PROTO_MAJOR);
+	static uint8_t buf[RPAGE_MSG_MAX];
+	struct timespec t0;
+	int fd, len;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	fd = dial();
+	if (fd < 0 || write_all(fd, &f, sizeof(f))) {
+		result(name, "connecting: %s", strerror(errno));
+		goto err;
+	}
+	len = read_frame(fd, buf, sizeof(buf));
+	if (len != sizeof(f) ||
+	    le16toh(((struct rpage_msg_hdr *)buf)->type) != RPAGE_MSG_TCP_HELLO) {
+		result(name, "no hello back (%d bytes, type %u)", len,
+		       le16toh(((struct rpage_msg_hdr *)buf)->type));
+		goto err;
+	}
+	for (;;) {
+		const struct rpage_msg_pool_add *add = (const void *)buf;
+
+		len = read_frame(fd, buf, sizeof(buf));
+		if (len < 0) {
+			result(name, "the pool table did not come (%d)", len);
+			goto err;
+		}
+		switch (le16toh(add->hdr.type)) {
+		case RPAGE_MSG_POOL_ADD:
+			if (le64toh(add->pool_id) != pool_id)
+				break;
+			/* No regions over TCP: nothing but the pool itself. */
+			if (add->mr_bytes || add->nr_mrs || add->count) {
+				result(name, "pool announced with regions");
+				goto err;
+			}
+			pool_gen = le64toh(add->generation);
+			pool_len = le64toh(add->length);
+			break;
+		case RPAGE_MSG_POOL_SYNC:
+			if (!pool_gen) {
+				result(name, "pool %llu not in the table",
+				       (unsigned long long)pool_id);
+				goto err;
+			}
+			if (ms_since(&t0) > ANSWER_MS) {
+				result(name, "accepted after %ld ms", ms_since(&t0));
+				goto err;
+			}
+			return fd;
+		}
+	}
+err:
+	if (fd >= 0)
+		close(fd);
+	return -1;
+}
+
+static struct rpage_msg_io io_frame(uint16_t type, uint32_t tag, uint64_t id,
+				    uint64_t gen, uint64_t offset, uint32_t len)
+{
+	struct rpage_msg_io io;
+
+	memset(&io, 0, sizeof(io));
+	io.hdr.type = htole16(type);
+	io.hdr.length = htole32(sizeof(io));
+	io.tag = htole32(tag);
+	io.pool_id = htole64(id);
+	io.generation = htole64(gen);
+	io.offset = htole64(offset);
+	io.io_length = htole32(len);
+	return io;
+}
+
+/*
+ * Sends @req (and @data, @data_len bytes, after it) and reads the answer:
+ * its status, with a read's data in @out (@out_len bytes at most); -1 if
+ * the connection ended, -2 if the answer does not fit the request.
+ */
+static int ask(int fd, struct rpage_msg_io *req, const void *data,
+	       uint32_t data_len, void *out, uint32_t out_len)
+{
+	struct rpage_msg_io a;
+	uint32_t status, len;
+
+	req->hdr.length = htole32(sizeof(*req) + data_len);
+	if (write_all(fd, req, sizeof(*req)) ||
+	    (data_len && write_all(fd, data, data_len)))
+		return -1;
+	if (read_all(fd, &a, sizeof(a)))
+		return -1;
+	status = le32toh(a.status);
+	len = le32toh(a.hdr.length);
+	if (a.tag != req->tag || a.pool_id != req->pool_id ||
+	    a.offset != req->offset)
+		return -2;
+	if (status != RPAGE_IO_OK) {
+		/* Refused: never a byte of data with it. */
+		return len == sizeof(a) ? (int)status : -2;
+	}
+	if (le16toh(a.hdr.type) == RPAGE_MSG_WRITE_RESP)
+		return len == sizeof(a) ? 0 : -2;
+	if (len != sizeof(a) + le32toh(req->io_length) ||
+	    le32toh(req->io_length) > out_len)
+		return -2;
+	return read_all(fd, out, len - sizeof(a)) ? -1 : 0;
+}
+
+/* Expects @status for @req; counts a refusal the exporter should count. */
+static void expect(int fd, const char *name, struct rpage_msg_io req,
+		   int status)
+{
+	static uint8_t out[RPAGE_MSG_IO_MAX];
+	int ret = ask(fd, &req, NULL, 0, out, sizeof(out));
+
+	if (ret != status) {
+		result(name, "answered %d, want %d", ret, status);
+		return;
+	}
+	if (status == RPAGE_IO_RANGE || status == RPAGE_IO_MALFORMED ||
+	    status == RPAGE_IO_READ_ONLY)
+		refused++;
+	result(name, NULL);
+}
+
+static bool all_zero(const uint8_t *p, size_t len)
+{
+	for (size_t i = 0; i < len; i++)
+		if (p[i])
+			return false;
+	return true;
+}
+
+/* The exporter closes the connection after @bytes: true if it does. */
+static bool closed_after(int fd, const void *bytes, size_t len)
+{
+	char c;
+
+	if (write_all(fd, bytes, len))
+		return true;
+	return read_all(fd, &c, 1) == -1;
+}
+
+static void requests(void)
+{
+	static uint8_t page[PAGE], ff[PAGE];
+	struct rpage_msg_io req;
+	int fd = session("session"), ret;
+
+	if (fd < 0)
+		return;
+	result("session", NULL);
+	req = io_frame(RPAGE_MSG_READ_REQ, 1, pool_id, pool_gen, 0, PAGE);
+	ret = ask(fd, &req, NULL, 0, page, sizeof(page));
+	if (ret || !all_zero(page, PAGE))
+		result("read_first_page", "status %d, zeros %d", ret,
+		       all_zero(page, PAGE));
+	else
+		result("read_first_page", NULL);
+
+	expect(fd, "read_at_the_end", io_frame(RPAGE_MSG_READ_REQ, 2, pool_id,
+		pool_gen, pool_len, PAGE), RPAGE_IO_RANGE);
+	expect(fd, "read_across_the_end", io_frame(RPAGE_MSG_READ_REQ, 3,
+		pool_id, pool_gen, pool_len - PAGE, 2 * PAGE), RPAGE_IO_RANGE);
+	expect(fd, "read_wrapping_around", io_frame(RPAGE_MSG_READ_REQ, 4,
+		pool_id, pool_gen, -(uint64_t)PAGE, 2 * PAGE), RPAGE_IO_RANGE);
+	expect(fd, "read_unaligned_offset", io_frame(RPAGE_MSG_READ_REQ, 5,
+		pool_id, pool_gen, 100, PAGE), RPAGE_IO_MALFORMED);
+	expect(fd, "read_of_nothing", io_frame(RPAGE_MSG_READ_REQ, 6, pool_id,
+		pool_gen, 0, 0), RPAGE_IO_MALFORMED);
+	expect(fd, "read_past_the_largest", io_frame(RPAGE_MSG_READ_REQ, 7,
+		pool_id, pool_gen, 0, RPAGE_MSG_IO_MAX + PAGE), RPAGE_IO_MALFORMED);
+	expect(fd, "read_unaligned_length", io_frame(RPAGE_MSG_READ_REQ, 8,
+		pool_id, pool_gen, 0, 100), RPAGE_IO_MALFORMED);
+	expect(fd, "read_of_another_generation", io_frame(RPAGE_MSG_READ_REQ, 9,
+		pool_id, pool_gen + 1, 0, PAGE), RPAGE_IO_NO_POOL);
+	expect(fd, "read_of_no_such_pool", io_frame(RPAGE_MSG_READ_REQ, 10,
+		pool_id + 1000, pool_gen, 0, PAGE), RPAGE_IO_NO_POOL);
+	req = io_frame(RPAGE_MSG_READ_REQ, 11, pool_id, pool_gen, 0, PAGE);
+	req.status = htole32(1);
+	expect(fd, "read_with_a_status", req, RPAGE_IO_MALFORMED);
+
+	/* A write the pool does not take, then what is there. */
+	memset(ff, 0xff, sizeof(ff));
+	req = io_frame(RPAGE_MSG_WRITE_REQ, 12, pool_id, pool_gen, 0, PAGE);
+	ret = ask(fd, &req, ff, PAGE, NULL, 0);
+	if (ret != RPAGE_IO_READ_ONLY) {
+		result("write_to_a_read_only_pool", "answered %d", ret);
+	} else {
+		refused++;
+		result("write_to_a_read_only_pool", NULL);
+	}
+	req = io_frame(RPAGE_MSG_READ_REQ, 13, pool_id, pool_gen, 0, PAGE);
+	ret = ask(fd, &req, NULL, 0, page, sizeof(page));
+	if (ret || !all_zero(page, PAGE))
+		result("refused_write_did_not_land", "status %d, zeros %d", ret,
+		       all_zero(page, PAGE));
+	else
+		result("refused_write_did_not_land", NULL);
+
+	/* An answer is not for the exporter to receive: it hangs up. */
+	req = io_frame(RPAGE_MSG_READ_RESP, 14, pool_id, pool_gen, 0, PAGE);
+	if (closed_after(fd, &req, sizeof(req)))
+		result("answer_sent_to_the_exporter", NULL);
+	else
+		result("answer_sent_to_the_exporter", "connection still open");
+	close(fd);
+}
+
+/* Frames whose length cannot be followed: the exporter hangs up. */
+static void bad_frames(void)
+{
+	struct rpage_msg_io req;
+	struct rpage_msg_hdr hdr;
+	int fd;
+
+	fd = session("session_2");
+	if (fd >= 0) {
+		hdr.type = htole16(RPAGE_MSG_HEARTBEAT);
+		hdr.reserved0 = 0;
+		hdr.length = htole32(1 << 20);
+		result("control_frame_of_1_mib", closed_after(fd, &hdr, sizeof(hdr)) ?
+		       NULL : "connection still open");
+		close(fd);
+	}
+	fd = session("session_3");
+	if (fd >= 0) {
+		/* Says 8 bytes of data, carries 64 KiB: framing lost. */
+		req = io_frame(RPAGE_MSG_WRITE_REQ, 1, pool_id, pool_gen, 0,
+			       RPAGE_MSG_IO_MAX);
+		req.hdr.length = htole32(sizeof(req) + 8);
+		result("write_length_contradicting_itself",
+		       closed_after(fd, &req, sizeof(req)) ? NULL :
+		       "connection still open");
+		close(fd);
+	}
+	fd = session("session_4");
+	if (fd >= 0) {
+		hdr.type = htole16(RPAGE_MSG_READ_REQ);
+		hdr.reserved0 = 0;
+		hdr.length = htole32(4);
+		result("frame_shorter_than_its_header",
+		       closed_after(fd, &hdr, sizeof(hdr)) ? NULL :
+		       "connection still open");
+		close(fd);
+	}
+	fd = session("session_5");
+	if (fd >= 0) {
+		/* Half a header, then gone: nothing to check but the log. */
+		write_all(fd, &hdr, 3);
+		close(fd);
+	}
+}
+
+/* What the exporter answers a hello: the reject reason, or < 0. */
+static int hello_answer(const void *hello, size_t len)
+{
+	struct rpage_msg_tcp_reject rej;
+	struct timespec t0;
+	int fd, ret;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	fd = dial();
+	if (fd < 0)
+		return -1;
+	if (write_all(fd, hello, len)) {
+		close(fd);
+		return -1;
+	}
+	ret = read_frame(fd, &rej, sizeof(rej));
+	close(fd);
+	if (ms_since(&t0) > ANSWER_MS)
+		return -4;
+	if (ret != sizeof(rej) || le16toh(rej.hdr.type) != RPAGE_MSG_TCP_REJECT)
+		return -1;
+	return le16toh(rej.reject.reason);
+}
+
+static void hellos(void)
+{
+	struct rpage_msg_tcp_hello f = hello_frame(RPAGE_PROTO_MAJOR + 1);
+	struct rpage_msg_tcp_reject rej;
+	struct timespec t0;
+	int fd, ret;
+
+	ret = hello_answer(&f, sizeof(f));
+	result("hello_of_another_major", ret == RPAGE_REJECT_VERSION ? NULL :
+	       "not refused as version");
+	f = hello_frame(RPAGE_PROTO_MAJOR);
+	f.hello.magic = 0;
+	ret = hello_answer(&f, sizeof(f));
+	result("hello_without_magic", ret == RPAGE_REJECT_BAD_HELLO ? NULL :
+	       "not refused as a bad hello");
+	f = hello_frame(RPAGE_PROTO_MAJOR);
+	f.hdr.type = htole16(RPAGE_MSG_HEARTBEAT);
+	ret = hello_answer(&f, sizeof(f));
+	result("heartbeat_for_a_hello", ret == RPAGE_REJECT_BAD_HELLO ? NULL :
+	       "not refused as a bad hello");
+	f = hello_frame(RPAGE_PROTO_MAJOR);
+	f.hello.qp_index = htole16(5);
+	ret = hello_answer(&f, sizeof(f));
+	result("hello_index_past_its_count", ret == RPAGE_REJECT_BAD_HELLO ? NULL :
+	       "not refused as a bad hello");
+
+	/* Silence is refused, or cut off, after the connect timeout. */
+	fd = dial();
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	ret = fd >= 0 ? read_frame(fd, &rej, sizeof(rej)) : -3;
+	if (fd >= 0)
+		close(fd);
+	if (ret == -1 || (ret == sizeof(rej) &&
+			  le16toh(rej.reject.reason) == RPAGE_REJECT_BAD_HELLO))
+		result("no_hello_at_all", NULL);
+	else
+		result("no_hello_at_all", "not refused nor closed (%d) in %ld ms",
+		       ret, ms_since(&t0));
+}
+
+int main(int argc, char **argv)
+{
+	const char *src = NULL, *dst = NULL;
+	int port = RPAGE_DEFAULT_PORT;
+
+	for (int i = 1; i + 1 < argc; i += 2) {
+		if (!strcmp(argv[i], "--from"))
+			src = argv[i + 1];
+		else if (!strcmp(argv[i], "--to"))
+			dst = argv[i + 1];
+		else if (!strcmp(argv[i], "--port"))
+			port = atoi(argv[i + 1]);
+		else if (!strcmp(argv[i], "--pool"))
+			pool_id = strtoull(argv[i + 1], NULL, 0);
+	}
+	if (!src || !dst || !pool_id) {
+		fprintf(stderr, "usage: %s --from SRC --to DST [--port P] --pool ID\n",
+			argv[0]);
+		return 2;
+	}
+	from.sin_family = AF_INET;
+	to.sin_family = AF_INET;
+	to.sin_port = htons(port);
+	if (inet_pton(AF_INET, src, &from.sin_addr) != 1 ||
+	    inet_pton(AF_INET, dst, &to.sin_addr) != 1) {
+		fprintf(stderr, "%s: IPv4 addresses, please\n", argv[0]);
+		return 2;
+	}
+	requests();
+	bad_frames();
+	hellos();
+	printf("refused %u\n", refused);
+	return failures ? 1 : 0;
+}
