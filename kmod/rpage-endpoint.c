@@ -340,39 +340,37 @@ static int rpage_endpoint_parse(void __user *argp, struct rpage_listener *ep)
 }
 
 /*
- * Listens as @ep->transport says: automatic listens over TCP, and over
- * RDMA as well if the address has an RDMA device (it is said in the log
- * if not).
+ * Listens as @ep->transport says. Automatic listens with whichever of
+ * RDMA (if the address has an RDMA device) and TCP (if its port is
+ * free) can, and fails only if neither can; the log says which.
  */
 static int rpage_endpoint_start(struct rpage_listener *ep)
 {
-	int ret = 0;
+	int rdma_err = 0, tcp_err = 0;
 
 	if (ep->transport != RPAGE_TRANSPORT_TCP) {
 		mutex_lock(&ep->lock);
-		ret = rpage_endpoint_listen(ep);
+		rdma_err = rpage_endpoint_listen(ep);
 		mutex_unlock(&ep->lock);
-		if (ret && ep->transport == RPAGE_TRANSPORT_RDMA)
-			return ret;
+		if (rdma_err && ep->transport == RPAGE_TRANSPORT_RDMA)
+			return rdma_err;
 	}
 	if (ep->transport != RPAGE_TRANSPORT_RDMA) {
 		ep->tcp = rpage_tcp_listen(&ep->addr, &ep->cnt);
 		if (IS_ERR(ep->tcp)) {
-			int err = PTR_ERR(ep->tcp);
-
+			tcp_err = PTR_ERR(ep->tcp);
 			ep->tcp = NULL;
-			mutex_lock(&ep->lock);
-			rpage_endpoint_stop(ep);
-			mutex_unlock(&ep->lock);
-			return err;
+			if (ep->transport == RPAGE_TRANSPORT_TCP || rdma_err)
+				return tcp_err;
 		}
 		WRITE_ONCE(ep->state, RPAGE_ENDPOINT_LISTENING);
 	}
 	if (ep->tcp && ep->cm_id)
 		pr_info("endpoint %pISpc: listening over RDMA and TCP\n", &ep->addr);
-	else if (ep->tcp && ep->transport == RPAGE_TRANSPORT_AUTO)
-		pr_info("endpoint %pISpc: listening over TCP (RDMA: error %d)\n",
-			&ep->addr, ret);
+	else if (ep->transport == RPAGE_TRANSPORT_AUTO)
+		pr_info("endpoint %pISpc: listening over %s only (%s: error %d)\n",
+			&ep->addr, ep->tcp ? "TCP" : "RDMA",
+			ep->tcp ? "RDMA" : "TCP", ep->tcp ? rdma_err : tcp_err);
 	else
 		pr_info("endpoint %pISpc: listening over %s\n", &ep->addr,
 			ep->tcp ? "TCP" : "RDMA");

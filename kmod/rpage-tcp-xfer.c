@@ -445,7 +445,7 @@ static bool rpage_tcp_progress(struct rpage_tcp_run *tr, bool want_tag)
  * Waits until one of the transfer's requests is done (or, with
  * @want_tag and none in flight, a tag is free): polling a moment,
  * running the receive path itself if nobody else is, then asleep (a
- * tick, then as long as it takes, the caller told first).
+ * tick, then a second at a time, the caller told first).
  * 0; -ECONNRESET if the connection broke; -EINTR if a killable caller
  * was killed; -ETIMEDOUT after io_timeout_ms with nothing (the
  * connection is then reported lost).
@@ -484,6 +484,8 @@ static int rpage_tcp_wait(struct rpage_tcp_run *tr, bool want_tag)
 			left = 1;
 		} else {
 			rpage_xfer_slow(tr->run.x);
+			/* A second at a time: a long io_timeout_ms is no hung task. */
+			left = min_t(long, left, HZ);
 		}
 		if (killable)
 			left = wait_event_killable_timeout(q->wait,

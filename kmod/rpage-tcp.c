@@ -540,6 +540,9 @@ static int rpage_tcp_chan_connect(struct rpage_peer *peer, unsigned int index,
 	rpage_conn_set_state(conn, RPAGE_CONN_CONNECTING);
 	ret = kernel_connect(sock, (struct sockaddr *)&peer->addr,
 			     rpage_sockaddr_len(&peer->addr), 0);
+	/* What a blocking connect says when its send timeout ran out. */
+	if (ret == -EINPROGRESS)
+		ret = -ETIMEDOUT;
 	if (ret) {
 		snprintf(cause, len, "connecting TCP connection %u: error %d",
 			 index, ret);
