@@ -4,7 +4,7 @@
 # Every test of rpage: installs what it needs (as root), builds, runs the
 # host-side checks, then boots each supported Debian kernel in QEMU
 # guests (one guest over rxe loopback, and a pair "a" and "b" joined on
-# 127.0.0.1) and runs the selftests inside. Ends with one line:
+# 127.0.0.1, over RDMA and then over TCP) and runs the selftests inside. Ends with one line:
 #   N passed, N failed, N skipped
 # summed over every check, guest and kernel. Exit status 0 only when
 # nothing failed.
@@ -184,6 +184,14 @@ for kver in "${kernels[@]}"; do
 		--timeout "${RPAGE_VM_TIMEOUT:-1200}"
 	echo "# [$kver pair] guests ran $(( $(date +%s) - t0 ))s"
 	judge_pair "$kver" "$pair"
+
+	# The same two hosts with no RDMA device: everything over TCP.
+	pair=$VM_DIR/$kver/pair-tcp
+	t0=$(date +%s)
+	vm_boot_pair "$kver" "$pair" selftests/guest/pair-tcp.sh \
+		--timeout "${RPAGE_VM_TIMEOUT:-1200}"
+	echo "# [$kver pair-tcp] guests ran $(( $(date +%s) - t0 ))s"
+	judge_pair "$kver pair-tcp" "$pair"
 done
 
 if [ ${#recap[@]} -gt 0 ]; then

@@ -12,6 +12,10 @@
 RPING_COUNT=20
 ROGUE=$SELFTESTS/rpage_rogue_peer
 PEER=$RPAGE_PEER_NODE
+# The transport between the hosts: rdma, over an rxe device on each NIC,
+# or tcp (selftests/guest/pair-tcp.sh), with no RDMA device at all: the
+# automatic choice must then be TCP, for the peers and the endpoints.
+PAIR_TRANSPORT=${PAIR_TRANSPORT:-rdma}
 
 test_rping_server() {
 	rping -s -a "$RPAGE_IP" -C "$RPING_COUNT" -v > /tmp/rping.log 2>&1 &
@@ -42,8 +46,12 @@ test_rping_client() {
 }
 
 test_rpage_version() {
-	"$RPAGECTL" -j version | jq -e '.module.api == 1' &&
-	rpage_devices | grep -qx rxe0
+	"$RPAGECTL" -j version | jq -e '.module.api == 1' || return
+	if [ "$PAIR_TRANSPORT" = rdma ]; then
+		rpage_devices | grep -qx rxe0
+	else
+		[ -z "$(rpage_devices)" ] || fail "an RDMA device is listed"
+	fi
 }
 
 # On the debug tier's kernel 64 READs in flight on one queue pair can
@@ -63,7 +71,13 @@ test_mutual_connect() {
 		{ "$RPAGECTL" peer show; fail "peer's queue pairs did not arrive"; return; }
 	"$RPAGECTL" peer show
 	"$RPAGECTL" endpoint show
-	expect_eq "$(peer_field "$PEER" proto)" 2.0 "peer protocol"
+	expect_eq "$(peer_field "$PEER" proto)" 2.0 "peer protocol" || return
+	expect_eq "$(peer_field "$PEER" transport)" "$PAIR_TRANSPORT" "transport chosen" || return
+	if [ "$PAIR_TRANSPORT" = rdma ]; then
+		expect_eq "$(endpoint_field transport)" rdma,tcp "endpoint listens over"
+	else
+		expect_eq "$(endpoint_field transport)" tcp "endpoint listens over"
+	fi
 }
 
 # On B: foreign initiators built on rdma-core, against A's endpoint.
@@ -263,12 +277,14 @@ test_b_writes_to_a_process() {
 	"$PATTERN" read a 2 1M 2M --seed 5
 }
 
-rxe_up
+[ "$PAIR_TRANSPORT" = rdma ] && rxe_up
 
 tap_begin "pair-$RPAGE_NODE"
 run_test rpage_load rpage_load
 run_test "rpagectl_version_on_$RPAGE_NODE" test_rpage_version
-if [ "$RPAGE_NODE" = a ]; then
+if [ "$PAIR_TRANSPORT" != rdma ]; then
+	:
+elif [ "$RPAGE_NODE" = a ]; then
 	run_test rping_server_on_a test_rping_server
 else
 	run_test rping_client_on_b test_rping_client
@@ -280,14 +296,17 @@ run_test rpage_load_two_qps_per_peer rpage_load_pair
 run_test "mutual_connect_on_$RPAGE_NODE" test_mutual_connect
 barrier connected
 if [ "$RPAGE_NODE" = b ]; then
-	run_test rogue_peer_with_protocol_3_is_refused test_rogue_version
-	run_test rogue_peer_with_bad_magic_is_refused test_rogue_bad_magic
-	run_test rogue_peer_from_a_peer_address_is_accepted test_rogue_good_hello_from_a_peer_address
+	if [ "$PAIR_TRANSPORT" = rdma ]; then
+		run_test rogue_peer_with_protocol_3_is_refused test_rogue_version
+		run_test rogue_peer_with_bad_magic_is_refused test_rogue_bad_magic
+		run_test rogue_peer_from_a_peer_address_is_accepted test_rogue_good_hello_from_a_peer_address
+	fi
 	barrier rogues-done
 	run_test forgotten_peer_is_refused_on_b test_forgotten_peer_is_refused_b
 else
 	barrier rogues-done
-	run_test refusals_counted_and_logged_on_a test_refusals_counted_and_logged
+	[ "$PAIR_TRANSPORT" = rdma ] &&
+		run_test refusals_counted_and_logged_on_a test_refusals_counted_and_logged
 	run_test forgotten_peer_is_refused_on_a test_forgotten_peer_is_refused_a
 fi
 barrier reconnected
@@ -307,13 +326,20 @@ if [ "$RPAGE_NODE" = a ]; then
 	run_test a_link_down_20s_under_b rt_do "$RT_OUTAGE" test_rt_outage_a
 	run_test a_link_down_past_b_loss_timeout rt_do "$RT_LOSS" test_rt_loss_a
 	run_test a_deletes_and_readds_b_under_b rt_do "$RT_READD" test_rt_readd_a
-	run_test rxe_removed_and_added_on_a_then_b rt_do "$RT_RELINK" test_rt_relink_a
+	# rxe's removal and RoCE's acknowledgments are RDMA's alone; the
+	# memory pressure and VM tests are the same over either transport
+	# above the data path, and run over RDMA.
+	[ "$PAIR_TRANSPORT" = rdma ] &&
+		run_test rxe_removed_and_added_on_a_then_b rt_do "$RT_RELINK" test_rt_relink_a
 	run_test a_link_loses_1pct_under_b rt_do "$RT_LOSSY" test_rt_lossy_a
-	run_test a_link_delays_acks_under_b rt_do "$RT_LATEACK" test_rt_late_acks_a
+	[ "$PAIR_TRANSPORT" = rdma ] &&
+		run_test a_link_delays_acks_under_b rt_do "$RT_LATEACK" test_rt_late_acks_a
 	run_test a_link_down_under_a_stalled_fault rt_do "$RT_STALL" test_rt_stall_a
 	run_test a_replaces_a_pool_b_maps rt_do "$RT_REPLACED" test_rt_replaced_a
-	run_test a_exports_1g_under_pressure rt_do "$PRESSURE" test_pressure_pool_a
-	run_test a_runs_a_vm_that_b_takes_over rt_do "$VM_BARRIERS" test_vm_move_a
+	if [ "$PAIR_TRANSPORT" = rdma ]; then
+		run_test a_exports_1g_under_pressure rt_do "$PRESSURE" test_pressure_pool_a
+		run_test a_runs_a_vm_that_b_takes_over rt_do "$VM_BARRIERS" test_vm_move_a
+	fi
 else
 	barrier pools-ready
 	run_test b_reads_every_page_of_both_pools_librpage test_b_reads_every_page_librpage
@@ -332,14 +358,18 @@ else
 	run_test b_rides_out_20s_outage_with_no_sigbus rt_do "$RT_OUTAGE" test_rt_outage_b
 	run_test b_sigbus_within_loss_timeout_then_back rt_do "$RT_LOSS" test_rt_loss_b
 	run_test b_rides_out_a_deleting_and_readding_it rt_do "$RT_READD" test_rt_readd_b
-	run_test b_rides_out_rxe_removal_on_a_then_b rt_do "$RT_RELINK" test_rt_relink_b
+	[ "$PAIR_TRANSPORT" = rdma ] &&
+		run_test b_rides_out_rxe_removal_on_a_then_b rt_do "$RT_RELINK" test_rt_relink_b
 	run_test b_rides_out_1pct_loss_with_no_sigbus rt_do "$RT_LOSSY" test_rt_lossy_b
-	run_test b_reads_right_bytes_when_acks_come_late rt_do "$RT_LATEACK" test_rt_late_acks_b
+	[ "$PAIR_TRANSPORT" = rdma ] &&
+		run_test b_reads_right_bytes_when_acks_come_late rt_do "$RT_LATEACK" test_rt_late_acks_b
 	run_test b_stalled_fault_holds_up_nothing_else rt_do "$RT_STALL" test_rt_stall_b
 	run_test b_mapping_never_reads_a_replaced_pool rt_do "$RT_REPLACED" test_rt_replaced_b
-	run_test b_background_prefetch_never_ooms rt_do pressure-pool test_pressure_prefetch_b
-	run_test b_memcg_limits_what_a_process_faults_in rt_do pressure-done test_pressure_memcg_b
-	run_test b_takes_over_a_vm_without_its_memory rt_do "$VM_BARRIERS" test_vm_move_b
+	if [ "$PAIR_TRANSPORT" = rdma ]; then
+		run_test b_background_prefetch_never_ooms rt_do pressure-pool test_pressure_prefetch_b
+		run_test b_memcg_limits_what_a_process_faults_in rt_do pressure-done test_pressure_memcg_b
+		run_test b_takes_over_a_vm_without_its_memory rt_do "$VM_BARRIERS" test_vm_move_b
+	fi
 fi
 barrier done
 if [ "$RPAGE_NODE" = a ]; then
