@@ -130,6 +130,7 @@ int rpage_tcp_answer_begin(struct rpage_tcp_queue *q)
 	u32 len = le32_to_cpu(io->hdr.length);
 	u32 tag = le32_to_cpu(io->tag);
 	u32 status = le32_to_cpu(io->status);
+	bool write = type == RPAGE_MSG_WRITE_RESP;
 	struct rpage_tcp_req *req;
 
 	if (type != RPAGE_MSG_READ_RESP && type != RPAGE_MSG_WRITE_RESP)
@@ -140,7 +141,7 @@ int rpage_tcp_answer_begin(struct rpage_tcp_queue *q)
 	if (req->state != RPAGE_TCP_REQ_SENT &&
 	    req->state != RPAGE_TCP_REQ_ABANDONED)
 		return -EPROTO;
-	if (req->write ^ (type == RPAGE_MSG_WRITE_RESP))
+	if (req->write != write)
 		return -EPROTO;
 	if (type == RPAGE_MSG_READ_RESP && status == RPAGE_IO_OK) {
 		u32 bytes = req->nr << PAGE_SHIFT;
