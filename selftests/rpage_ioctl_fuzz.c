@@ -140,7 +140,7 @@ enum fz_kind {
 	K_MODE,		/* permission bits, at most 0777 */
 	K_UGID,		/* a user or group id; (u32)-1 is none */
 	K_FD,		/* a file descriptor */
-	K_TRANSPORT,	/* struct rpage_peer_config.transport, beside an address */
+	K_TRANSPORT,	/* a peer's or an endpoint's transport, beside an address */
 };
 
 struct fz_field {
@@ -169,8 +169,18 @@ static const struct fz_field f_list[] = {
 	FLD(struct rpage_list, reserved, K_RSV, 0),
 };
 
-static const struct fz_field f_endpoint[] = {
+static const struct fz_field f_endpoint_add[] = {
 	FLD(struct rpage_endpoint, addr, K_SADDR, 0),
+	FLD(struct rpage_endpoint, transport, K_TRANSPORT, 0),
+	FLD(struct rpage_endpoint, reserved0, K_RSV, 0),
+	FLD(struct rpage_endpoint, reserved, K_RSV, 0),
+};
+
+/* Delete goes by address and wants the transport zero. */
+static const struct fz_field f_endpoint_del[] = {
+	FLD(struct rpage_endpoint, addr, K_SADDR, 0),
+	FLD(struct rpage_endpoint, transport, K_RSV, 0),
+	FLD(struct rpage_endpoint, reserved0, K_RSV, 0),
 	FLD(struct rpage_endpoint, reserved, K_RSV, 0),
 };
 
@@ -328,8 +338,8 @@ struct fz_cmd {
 static const struct fz_cmd fz_cmds[FZ_NR_CMDS] = {
 	CMD(_RPAGE_API, API, f_api),
 	LIST(_RPAGE_DEVICE_LIST, DEVICE_LIST, struct rpage_device_info),
-	CMD(_RPAGE_ENDPOINT_ADD, ENDPOINT_ADD, f_endpoint),
-	CMD(_RPAGE_ENDPOINT_DEL, ENDPOINT_DEL, f_endpoint),
+	CMD(_RPAGE_ENDPOINT_ADD, ENDPOINT_ADD, f_endpoint_add),
+	CMD(_RPAGE_ENDPOINT_DEL, ENDPOINT_DEL, f_endpoint_del),
 	LIST(_RPAGE_ENDPOINT_LIST, ENDPOINT_LIST, struct rpage_endpoint_info),
 	CMD(_RPAGE_PEER_ADD, PEER_ADD, f_peer_add),
 	CMD(_RPAGE_PEER_DEL, PEER_DEL, f_peer_del),
@@ -1328,7 +1338,8 @@ static void mutate_field(struct fz_thread *t, void *buf, const struct fz_field *
 	case K_TRANSPORT: {
 		const uint64_t vals[] = {
 			RPAGE_TRANSPORT_AUTO, RPAGE_TRANSPORT_RDMA,
-			RPAGE_TRANSPORT_LOOP, RPAGE_TRANSPORT_LOOP + 1, rnd(t),
+			RPAGE_TRANSPORT_LOOP, RPAGE_TRANSPORT_TCP,
+			RPAGE_TRANSPORT_TCP + 1, rnd(t),
 		};
 
 		fld_set(buf, f, vals[rnd_below(t, ARRAY_LEN(vals))]);
@@ -1664,8 +1675,9 @@ static const char *fields_invalid(const void *buf, const struct fz_field *fields
 				return why("%s %d", f->name, (__s32)v);
 			break;
 		case K_TRANSPORT:
-			/* The loop peer has no address; these calls have one. */
-			if (v != RPAGE_TRANSPORT_AUTO && v != RPAGE_TRANSPORT_RDMA)
+			/* The loop has no address; these calls have one. */
+			if (v != RPAGE_TRANSPORT_AUTO && v != RPAGE_TRANSPORT_RDMA &&
+			    v != RPAGE_TRANSPORT_TCP)
 				return why("transport %" PRIu64 " with an address", v);
 			break;
 		default:
