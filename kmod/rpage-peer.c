@@ -856,7 +856,7 @@ long rpage_ioctl_peer_add(struct rpage_file *rfile, void __user *argp)
 	struct rpage_peer_config cfg;
 	struct sockaddr_storage addr = {};
 	struct rpage_peer *peer, *other;
-	u32 up;
+	u32 up, nr;
 	int ret;
 
 	if (copy_from_user(&cfg, argp, sizeof(cfg)))
@@ -881,6 +881,10 @@ long rpage_ioctl_peer_add(struct rpage_file *rfile, void __user *argp)
 	peer = rpage_peer_alloc(&cfg, &addr, ops);
 	if (!peer)
 		return -ENOMEM;
+	/* For the log: counted under the state lock, as peer show does. */
+	spin_lock(&peer->state_lock);
+	nr = ops->channels ? ops->channels(peer, &up) : 0;
+	spin_unlock(&peer->state_lock);
 
 	mutex_lock(&rpage_peers_lock);
 	list_for_each_entry(other, &rpage_peers, entry) {
@@ -900,8 +904,8 @@ long rpage_ioctl_peer_add(struct rpage_file *rfile, void __user *argp)
 			peer->name, peer->loss_timeout_ms);
 	else
 		pr_info("peer %s added (%pISpc over %s, %u connections, loss timeout %u ms)\n",
-			peer->name, &peer->addr, ops->name,
-			ops->channels(peer, &up), peer->loss_timeout_ms);
+			peer->name, &peer->addr, ops->name, nr,
+			peer->loss_timeout_ms);
 	return 0;
 }
 

@@ -57,6 +57,13 @@ COMPARISONS = [
     ("fault overhead p99, random, loop (no wire)", "loop_fault_random", "p99_ns", "uffd_local_random", "p99_ns", None, "lower"),
     ("fault p50, 4 threads, loop (no wire)", "loop_fault_t4", "p50_ns", "uffd_local_random_t4", "p50_ns", None, "lower"),
     ("faults MiB/s, 4 threads, loop (no wire)", "loop_fault_t4_tput", "mib_per_s", "uffd_local_random_t4_tput", "mib_per_s", None, "higher"),
+    # The TCP transport: pool 1 of host A faulted over TCP, against the
+    # userfaultfd handler fetching each page over TCP on the same link.
+    ("fault p50, random, over TCP", "tcp_fault_random", "p50_ns", "uffd_tcp_random", "p50_ns", 0.5, "lower"),
+    ("fault p99, random, over TCP", "tcp_fault_random", "p99_ns", "uffd_tcp_random", "p99_ns", None, "lower"),
+    ("fault p50, 4 threads, over TCP", "tcp_fault_t4", "p50_ns", "uffd_tcp_random_t4", "p50_ns", None, "lower"),
+    ("fault p99, 4 threads, over TCP", "tcp_fault_t4", "p99_ns", "uffd_tcp_random_t4", "p99_ns", None, "lower"),
+    ("faults MiB/s, 4 threads, over TCP", "tcp_fault_t4_tput", "mib_per_s", "uffd_tcp_random_t4_tput", "mib_per_s", None, "higher"),
     ("fault p99 / p50, random", "fault_random", "p99_ns", "fault_random", "p50_ns", 3.0, "lower"),
     ("fault p99 / p50, sequential", "fault_seq", "p99_ns", "fault_seq", "p50_ns", 3.0, "lower"),
     ("prefetch + touch MiB/s", "prefetch_touch_tput", "mib_per_s", "ib_read_bw", "mib_per_s", 0.9, "higher"),

@@ -12,7 +12,10 @@
 # lines and latency samples in $RPAGE_OUT/bench/ (the rounds' records in
 # rounds/N/) for the host to tabulate. B also measures its own pool
 # through its loop peer "lo" (no wire) against a userfaultfd handler
-# that copies each page from local memory, in the rounds too.
+# that copies each page from local memory, in the rounds too. Last, both
+# hosts configure each other again over TCP, and B faults A's pool over
+# it against the userfaultfd handler over TCP on the same link, once and
+# in ROUNDS rounds of its own (recorded in the same rounds/N/).
 . "$RPAGE_REPO/selftests/guest/lib.sh"
 
 # Bytes each fault benchmark touches; iterations of the perftest runs
@@ -112,6 +115,11 @@ serve_on_a() {
 		perftest_server "bw$r" ib_read_bw -s 4096 -R -F -n "$ROUND_BW_ITERS" || return
 	done
 	barrier measured || return
+	# B reads over TCP next: A's peer b must be TCP's too.
+	"$RPAGECTL" peer del "$PEER" &&
+		"$RPAGECTL" peer add "$PEER" addr "$RPAGE_PEER_IP" transport tcp || return
+	barrier a-on-tcp || return
+	barrier tcp-measured || return
 	touch /tmp/until1 /tmp/uffd.until
 	wait
 }
@@ -149,7 +157,45 @@ measure_on_b() {
 	measure_rounds || return
 	touch /tmp/until-loop
 	"$RPAGECTL" stat peer "$PEER"
-	profile_faults
+	profile_faults || return
+	measure_tcp
+}
+
+# Over TCP: B's peer a configured again with transport tcp (A did the
+# same with its peer b), then pool 1 faulted over it, one thread and
+# four, against the userfaultfd handler over TCP, once and in rounds,
+# the order flipped every round as in measure_rounds.
+measure_tcp() {
+	local r dir
+	barrier a-on-tcp || return
+	"$RPAGECTL" peer del "$PEER" &&
+		"$RPAGECTL" peer add "$PEER" addr "$RPAGE_PEER_IP" transport tcp || return
+	wait_until 90 peer_is "$PEER" connected || fail "$PEER not connected over tcp" || return
+	wait_until 60 remote_pool_listed "$PEER" 1 || fail "pool 1 not listed over tcp" || return
+	"$RPAGECTL" peer show "$PEER"
+	tcp_rpage "$OUT" "$SIZE" && tcp_uffd "$OUT" "$SIZE" || return
+	for r in $(seq "$ROUNDS"); do
+		dir=$OUT/rounds/$r
+		if [ $((r % 2)) -eq 1 ]; then
+			tcp_rpage "$dir" "$ROUND_FAULT_SIZE" && tcp_uffd "$dir" "$ROUND_FAULT_SIZE" || return
+		else
+			tcp_uffd "$dir" "$ROUND_FAULT_SIZE" && tcp_rpage "$dir" "$ROUND_FAULT_SIZE" || return
+		fi
+	done
+	"$RPAGECTL" stat peer "$PEER"
+	barrier tcp-measured
+}
+
+tcp_rpage() {
+	"$BENCH" "$PEER" 1 --size "$2" --only fault_random,fault_t4 --prefix tcp_ \
+		>> "$1/rpage.jsonl" || fail "rpage-bench over tcp"
+}
+
+tcp_uffd() {
+	"$UFFD" fault --server "$RPAGE_PEER_IP" --transport tcp --size "$2" --order random \
+		>> "$1/uffd.jsonl" &&
+		"$UFFD" fault --server "$RPAGE_PEER_IP" --transport tcp --size "$2" \
+		--order random --threads 4 >> "$1/uffd.jsonl" || fail "uffd baseline over tcp"
 }
 
 # On B: its own pool 2, with the pattern, read through its loop peer.
