@@ -14,6 +14,8 @@
 #   RPAGE_VM_APPEND   extra guest kernel arguments (e.g. slub_debug=FZPU
 #                   to catch heap corruption where it happens, and
 #                   page_poison=1 to catch a write into a free page)
+#   RPAGE_VM_CPU     the TCG guests' -cpu (default: qemu64,-cx16 but on 6.1;
+#                    empty: QEMU's own model)
 #   RPAGE_VM_KERNEL_ROOT  where kernels built here live, laid out like /
 #                   (default build/debug-kernel, see
 #                   scripts/build-debug-kernel.sh): a KVER that has
@@ -205,6 +207,20 @@ vm_boot_once() {
 		-device "virtio-net-pci,netdev=n0,mac=$mac"
 	)
 	[ "$accel" = kvm ] && args+=(-cpu host)
+	# Under TCG, 6.12 guests crashed under heavy rxe traffic with the
+	# interrupted frame's flags holding a slab pointer (EFLAGS =
+	# low half of the kmem_cache | 0x202; issue 13): QEMU 7.2's
+	# emulated cmpxchg16b, which 6.12's SLUB fast path uses, is the
+	# suspect. Without cx16 SLUB takes its locked path. Not for 6.1,
+	# which never showed it. RPAGE_VM_CPU overrides (empty: QEMU's own).
+	if [ "$accel" != kvm ]; then
+		local cpu
+		case $kver in
+		6.1.*) cpu=${RPAGE_VM_CPU-} ;;
+		*) cpu=${RPAGE_VM_CPU-qemu64,-cx16} ;;
+		esac
+		[ -n "$cpu" ] && args+=(-cpu "$cpu")
+	fi
 	if [ -n "$sync" ]; then
 		args+=(-fsdev "local,id=sync,path=$sync,security_model=none"
 		       -device "virtio-9p-pci,fsdev=sync,mount_tag=sync")
