@@ -66,18 +66,6 @@ static int rpage_rdma_connect(struct rpage_peer *peer, u32 *reason,
 	return rpage_peer_wait_synced(peer, cause, len);
 }
 
-/* Under the peer's state lock: every queue pair of the set is still up. */
-static bool rpage_rdma_connected(struct rpage_peer *peer)
-{
-	unsigned int i;
-
-	lockdep_assert_held(&peer->state_lock);
-	for (i = 0; i < peer->nr_conns; i++)
-		if (peer->conns[i].c.state != RPAGE_CONN_CONNECTED)
-			return false;
-	return true;
-}
-
 /* Under the peer's state lock: the queue pairs, and how many are up. */
 static u32 rpage_rdma_channels(struct rpage_peer *peer, u32 *up)
 {
@@ -89,6 +77,14 @@ static u32 rpage_rdma_channels(struct rpage_peer *peer, u32 *up)
 		if (peer->conns[i].c.state == RPAGE_CONN_CONNECTED)
 			(*up)++;
 	return peer->nr_conns;
+}
+
+/* Under the peer's state lock: every queue pair of the set is still up. */
+static bool rpage_rdma_connected(struct rpage_peer *peer)
+{
+	u32 up;
+
+	return rpage_rdma_channels(peer, &up) == up;
 }
 
 /*

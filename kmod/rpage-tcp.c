@@ -615,18 +615,6 @@ static int rpage_tcp_connect(struct rpage_peer *peer, u32 *reason,
 	return rpage_peer_wait_synced(peer, cause, len);
 }
 
-static bool rpage_tcp_connected(struct rpage_peer *peer)
-{
-	struct rpage_tcp_peer *tp = peer->tp;
-	unsigned int i;
-
-	lockdep_assert_held(&peer->state_lock);
-	for (i = 0; i < tp->nr; i++)
-		if (tp->chans[i].c.state != RPAGE_CONN_CONNECTED)
-			return false;
-	return true;
-}
-
 static u32 rpage_tcp_channels(struct rpage_peer *peer, u32 *up)
 {
 	struct rpage_tcp_peer *tp = peer->tp;
@@ -638,6 +626,14 @@ static u32 rpage_tcp_channels(struct rpage_peer *peer, u32 *up)
 		if (tp->chans[i].c.state == RPAGE_CONN_CONNECTED)
 			(*up)++;
 	return tp->nr;
+}
+
+/* Under the peer's state lock: every connection of the set is up. */
+static bool rpage_tcp_connected(struct rpage_peer *peer)
+{
+	u32 up;
+
+	return rpage_tcp_channels(peer, &up) == up;
 }
 
 /*
