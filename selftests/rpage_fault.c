@@ -13,6 +13,7 @@
  *               [--seed S] [--no-touch]
  *   rpage_fault hog SIZE --ready PATH
  *   rpage_fault evict PEER POOL OFFSET LENGTH { --seed S | --clean }
+ *               [--ready PATH --go PATH] [--timeout-ms T]
  *   rpage_fault survive PEER POOL LENGTH --fetched BYTES --ready PATH
  *               --go PATH [--timeout-ms T] [--seed S]
  *   rpage_fault stall PEER POOL LENGTH --fetched-ready PATH --go PATH
@@ -48,7 +49,12 @@
  * with --clean), evicts it and touches it again: every page must have
  * been dropped, the dirty ones written back, and come back by a new
  * fault with seed S's pattern (the pool's, seed 0, with --clean). The
- * range must hold seed 0 to begin with.
+ * range must hold seed 0 to begin with. With --ready and --go it waits
+ * before the evict (the test disturbs the device in between); with
+ * --timeout-ms a failed evict is tried again every EVICT_RETRY_MS for up
+ * to T ms, and must then find every page still there and still dirty:
+ * an evict that fails drops nothing. The result line ends with
+ * first_error=NAME|none and tries=N.
  *
  * survive: touches the first BYTES, creates PATH --ready and waits for
  * PATH --go (the test then takes the pool or peer away), then touches
@@ -105,6 +111,8 @@
 /* stall: how many times each call is timed, and how much is mapped. */
 #define STALL_ROUNDS	20
 #define STALL_MAP_BYTES	(1UL << 20)
+/* evict --timeout-ms: how often a failed evict is tried again. */
+#define EVICT_RETRY_MS	100
 
 static int usage(void)
 {
@@ -112,7 +120,8 @@ static int usage(void)
 	     "[--order random|seq] [--seed S] [--readahead] [--expect-faults N] "
 	     "[--pause-ms P] [--no-check] [--ready PATH --go PATH --after BYTES] | "
 	     "prefetch PEER POOL LENGTH [--offset O] [--depth D] [--wait] [--seed S] [--no-touch] | hog SIZE --ready PATH | "
-	     "evict PEER POOL OFFSET LENGTH { --seed S | --clean } | "
+	     "evict PEER POOL OFFSET LENGTH { --seed S | --clean } "
+	     "[--ready PATH --go PATH] [--timeout-ms T] | "
 	     "survive PEER POOL LENGTH --fetched BYTES --ready PATH --go PATH "
 	     "[--timeout-ms T] [--seed S] | "
 	     "stall PEER POOL LENGTH --fetched-ready PATH --go PATH --ready PATH "
@@ -800,22 +809,36 @@ static int cmd_prefetch(int argc, char **argv)
 	return 0;
 }
 
-/* evict PEER POOL OFFSET LENGTH { --seed S | --clean } */
+/* CLOCK_MONOTONIC in ns: what stall times can take well under 1 ms. */
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000 + (uint64_t)ts.tv_nsec;
+}
+
+/* evict PEER POOL OFFSET LENGTH { --seed S | --clean } [...] */
 static int cmd_evict(int argc, char **argv)
 {
 	struct rpage_evict ev;
 	struct outcome out;
 	struct mapping m;
 	struct args a;
-	uint64_t faults_before, want_written;
-	char extra[96];
+	uint64_t faults_before, want_written, retry_until;
+	unsigned int gated, tries = 0;
+	int ret, first_error = 0;
+	char extra[160];
 	bool clean;
-	int ret;
 
-	if (!parse_args(argc, argv, true, OPT_SEED | OPT_CLEAN, &a))
+	if (!parse_args(argc, argv, true, OPT_SEED | OPT_CLEAN | OPT_READY |
+			OPT_GO | OPT_TIMEOUT, &a))
 		return 1;
 	clean = a.given & OPT_CLEAN;
 	if (clean == !!(a.given & OPT_SEED))
+		return usage();
+	gated = a.given & (OPT_READY | OPT_GO);
+	if (gated && gated != (OPT_READY | OPT_GO))
 		return usage();
 	want_written = clean ? 0 : a.length / page;
 	tally_init(&out.tally);
@@ -826,19 +849,35 @@ static int cmd_evict(int argc, char **argv)
 	if (!mapping_stats(&m, &out.st))
 		return 1;
 	faults_before = out.st.faults;
+	if (gated && (!tell_ready(a.ready) || !wait_for_file("evict", a.go)))
+		return 1;
 
-	ev = (struct rpage_evict) { .map_id = m.map.map_id, .length = m.length };
-	ret = rpage_map_evict(m.fd, &ev);
+	/* A failed evict is all or nothing: the next try must find it all. */
+	retry_until = now_ns() + a.timeout_ms * 1000000ULL;
+	for (;;) {
+		ev = (struct rpage_evict) { .map_id = m.map.map_id,
+					    .length = m.length };
+		ret = rpage_map_evict(m.fd, &ev);
+		tries++;
+		if (ret < 0 && !first_error)
+			first_error = -ret;
+		if (ret >= 0 || now_ns() > retry_until)
+			break;
+		sleep_ms(EVICT_RETRY_MS);
+	}
 	if (ret < 0) {
-		fail("evict %" PRIu64 " bytes: %s", m.length, error_text(-ret));
+		fail("evict %" PRIu64 " bytes: %s (%u tries)", m.length,
+		     error_text(-ret), tries);
 		return 1;
 	}
 	if (!touch_all(&m, clean ? 0 : a.seed, &out.tally) ||
 	    !mapping_stats(&m, &out.st))
 		return 1;
-	snprintf(extra, sizeof(extra), " evicted=%llu written=%llu refaults=%llu",
+	snprintf(extra, sizeof(extra),
+		 " evicted=%llu written=%llu refaults=%llu first_error=%s tries=%u",
 		 (unsigned long long)ev.evicted, (unsigned long long)ev.written,
-		 (unsigned long long)(out.st.faults - faults_before));
+		 (unsigned long long)(out.st.faults - faults_before),
+		 first_error ? errno_name(first_error) : "none", tries);
 	if (!report(&m, &out, extra) || !mapping_close(&m) ||
 	    !tally_clean(&m, &out.tally) ||
 	    !expect_eq("evicted", ev.evicted, m.pages) ||
@@ -1070,15 +1109,6 @@ static void *stall_touch_run(void *arg)
 	__atomic_store_n(&st->sigbus, bus, __ATOMIC_RELEASE);
 	__atomic_store_n(&st->ended, true, __ATOMIC_RELEASE);
 	return NULL;
-}
-
-/* CLOCK_MONOTONIC in ns: what stall times can take well under 1 ms. */
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000 + (uint64_t)ts.tv_nsec;
 }
 
 /* Raises *@max to the time since @start, if that is longer. */

@@ -3,13 +3,14 @@
 # The one-guest job of hostile input, in a guest booted with slab
 # debugging (slub_debug=FZPU: red zones, poisoning, consistency checks),
 # so that a write to freed or foreign memory is caught where it happens:
-# a seeded ioctl fuzzer (fuzz-single.sh) and a rogue exporter speaking
-# rpage's protocol over rdma-core (rogue-single.sh).
+# a seeded ioctl fuzzer (fuzz-single.sh), a rogue exporter speaking
+# rpage's protocol over rdma-core (rogue-single.sh) and a device that
+# keeps work requests past their flush (kept-single.sh).
 . "$RPAGE_REPO/selftests/guest/lib.sh"
 
 rxe_up || echo "rxe setup failed"
 
-for part in fuzz-single.sh rogue-single.sh; do
+for part in fuzz-single.sh rogue-single.sh kept-single.sh; do
 	[ -f "$RPAGE_REPO/selftests/guest/$part" ] &&
 		. "$RPAGE_REPO/selftests/guest/$part"
 done

@@ -1,0 +1,177 @@
+# SPDX-License-Identifier: GPL-2.0
+#
+# A device that keeps work requests, in one guest: rxe is starved of CPU
+# until rpage has given up on its work requests, flushed them, waited its
+# grace period for the flush and found them still not given back
+# (-EDEADLK inside the transfer). rpage must then leave the pages those
+# requests point at to the device, fail the caller cleanly, and take the
+# completions that arrive later without touching anything but what it
+# kept for them. Sourced by hostile.sh, whose guest runs with slab
+# debugging: a late completion that wrote into freed memory shows there.
+#
+# How rxe is starved: on kernels where it runs its work on its own
+# unbound workqueue (rxe_wq, 6.12), unbound work is confined to CPU 1 and
+# a SCHED_FIFO spinner takes CPU 1 whole for a few seconds (real-time
+# throttling and the fair server off). This shell and what it starts run
+# on CPU 0 meanwhile. On 6.1 rxe runs its work in tasklets and inline, and
+# nothing short of stopping the CPU starves it: the tests skip.
+. "$RPAGE_REPO/selftests/guest/lib.sh"
+
+KEPT_SELF=$RPAGE_IP
+KEPT_FAULT=$SELFTESTS/rpage_fault
+# A stall must outlast io_timeout_ms and then the flush's grace period,
+# which is io_timeout_ms again (at least a second).
+KEPT_IO_TIMEOUT_MS=$((3000 * RPAGE_SLOW))
+KEPT_FAIR=/sys/kernel/debug/sched/fair_server/cpu1/runtime
+KEPT_WQ_MASK=/sys/devices/virtual/workqueue/cpumask
+KEPT_HOG=""
+
+# ms_arg MS: MS milliseconds as seconds, for sleep(1) and timeout(1).
+ms_arg() {
+	printf '%d.%03d' $(($1 / 1000)) $(($1 % 1000))
+}
+
+kept_errors() {
+	"$RPAGECTL" -j stat peer self | jq '.peers[0].errors'
+}
+
+kept_leaks_logged() {
+	dmesg | grep -c "peer self: [0-9]* work requests never completed; their pages are left to the device"
+}
+
+kept_leaks_logged_past() {
+	[ "$(kept_leaks_logged)" -gt "$1" ]
+}
+
+# rxe_stall: rxe gets no CPU until rxe_unstall (or a minute at most).
+rxe_stall() {
+	sysctl -q kernel.sched_rt_runtime_us=-1 || return
+	if [ -e "$KEPT_FAIR" ]; then
+		echo 0 > "$KEPT_FAIR" || return
+	fi
+	taskset -pc 0 $$ > /dev/null || return
+	echo 2 > "$KEPT_WQ_MASK" || return
+	rm -f /tmp/kept-hog-ran
+	touch /tmp/kept-hog
+	# The spinner says when it runs on CPU 1: from then on, rxe is stuck.
+	timeout $((60 * RPAGE_SLOW)) chrt -f 99 taskset -c 1 sh -c \
+		'touch /tmp/kept-hog-ran; while [ -e /tmp/kept-hog ]; do :; done' &
+	KEPT_HOG=$!
+	until [ -e /tmp/kept-hog-ran ]; do
+		sleep 0.05
+	done
+}
+
+# rxe_unstall: ends the stall and undoes it.
+rxe_unstall() {
+	rm -f /tmp/kept-hog
+	[ -n "$KEPT_HOG" ] && wait "$KEPT_HOG"
+	KEPT_HOG=""
+	echo "$KEPT_WQ_MASK_WAS" > "$KEPT_WQ_MASK"
+	[ -e "$KEPT_FAIR" ] && echo "$KEPT_FAIR_WAS" > "$KEPT_FAIR"
+	sysctl -q kernel.sched_rt_runtime_us="$KEPT_RT_WAS"
+	taskset -pc 0-1 $$ > /dev/null
+}
+
+test_kept_setup() {
+	if ! grep -qw rxe_wq /proc/kallsyms; then
+		echo "rxe runs its work in tasklets on $RPAGE_KVER: nothing can starve it"
+		return 4
+	fi
+	[ "$(nproc)" -ge 2 ] || { echo "needs two CPUs"; return 4; }
+	mountpoint -q /sys/kernel/debug || mount -t debugfs none /sys/kernel/debug
+	KEPT_WQ_MASK_WAS=$(cat "$KEPT_WQ_MASK") || return
+	KEPT_RT_WAS=$(sysctl -n kernel.sched_rt_runtime_us) || return
+	KEPT_FAIR_WAS=""
+	[ -e "$KEPT_FAIR" ] && KEPT_FAIR_WAS=$(cat "$KEPT_FAIR")
+	modprobe ib_core && modprobe rdma_cm || return
+	# One READ queue pair, so that two readers share it; no retries.
+	insmod "$RPAGE_KO" qps_per_peer=2 io_timeout_ms=$KEPT_IO_TIMEOUT_MS \
+		loss_timeout_ms=0 || fail "insmod" || return
+	"$RPAGECTL" endpoint add "$KEPT_SELF" || return
+	"$RPAGECTL" peer add self addr "$KEPT_SELF" || return
+	wait_until 60 peer_is self connected || fail "self not connected" || return
+	"$RPAGECTL" pool create 1 size 8M writable || return
+	wait_until 30 remote_pool_listed self 1 || fail "pool 1 not announced" || return
+	"$SELFTESTS/rpage_pattern" write self 1 0 8M --seed 0
+}
+
+# Reader A's READ is kept by the device; reader B, on the same queue
+# pair a while later, is still polling it when the device lets go, and
+# reaps A's late completion as well as its own. Both fail with the
+# timeout; A's failed page is counted (only its late completion does
+# that); afterwards the peer is back and every byte reads right.
+test_kept_read_late_completion() {
+	local io=$KEPT_IO_TIMEOUT_MS errors leaks a b rc_a rc_b
+	errors=$(kept_errors) || return
+	leaks=$(kept_leaks_logged)
+	rxe_stall || return
+	"$RPAGECTL" read self 1 0 4K file /tmp/kept-a > /tmp/kept-a.out 2>&1 &
+	a=$!
+	# B posts before A times out, and gives up io / 2 after A does.
+	sleep "$(ms_arg $((io / 2)))"
+	"$RPAGECTL" read self 1 64K 4K file /tmp/kept-b > /tmp/kept-b.out 2>&1 &
+	b=$!
+	wait "$a"
+	rc_a=$?
+	# A gave up on what the device kept: now the device lets go.
+	rxe_unstall
+	wait "$b"
+	rc_b=$?
+	cat /tmp/kept-a.out /tmp/kept-b.out
+	[ "$rc_a" -ne 0 ] || fail "reader A succeeded with its READ never carried out" || return
+	[ "$rc_b" -ne 0 ] || fail "reader B succeeded with its READ never carried out" || return
+	grep -q "did not answer in time" /tmp/kept-a.out || fail "reader A: not the timeout" || return
+	expect_eq "$(kept_leaks_logged)" "$((leaks + 1))" "transfers whose requests the device kept" || return
+	# Counted by their completions: A's came after A had returned.
+	expect_eq "$(kept_errors)" "$((errors + 2))" "failed pages counted" || return
+	wait_until 60 peer_is self connected || fail "self not back" || return
+	"$SELFTESTS/rpage_pattern" read self 1 0 8M --seed 0 || fail "pool 1 after the stall"
+	rm -f /tmp/kept-a /tmp/kept-b /tmp/kept-a.out /tmp/kept-b.out
+}
+
+# An evict whose write-back the device keeps fails and drops nothing:
+# tried again once the peer is back, it finds every page there and still
+# dirty, writes them all, and the pool then holds them.
+test_kept_evict_all_or_nothing() {
+	local io=$KEPT_IO_TIMEOUT_MS leaks out pid rc
+	leaks=$(kept_leaks_logged)
+	rm -f /tmp/kept-ready /tmp/kept-go
+	"$KEPT_FAULT" evict self 1 1M 256K --seed 21 --ready /tmp/kept-ready \
+		--go /tmp/kept-go --timeout-ms $((60000 * RPAGE_SLOW)) > /tmp/kept-evict.out 2>&1 &
+	pid=$!
+	wait_until 30 test -e /tmp/kept-ready || fail "the evicting process is not ready" || return
+	rxe_stall || return
+	touch /tmp/kept-go
+	# The write-back gives up on what the device kept: it may let go.
+	wait_until $((3 * io / 1000)) kept_leaks_logged_past "$leaks"
+	rxe_unstall
+	wait "$pid"
+	rc=$?
+	out=$(cat /tmp/kept-evict.out)
+	echo "$out"
+	[ "$rc" -eq 0 ] || fail "evict with its write-back kept, then again" || return
+	echo "$out" | grep -q "first_error=ETIMEDOUT" || fail "the first evict did not time out" || return
+	echo "$out" | grep -q " evicted=64 written=64 " || fail "a later evict did not find all 64 pages dirty" || return
+	expect_eq "$(kept_leaks_logged)" "$((leaks + 1))" "transfers whose requests the device kept" || return
+	"$SELFTESTS/rpage_pattern" read self 1 1M 256K --seed 21 || fail "pool 1 after the evict" || return
+	"$SELFTESTS/rpage_pattern" write self 1 1M 256K --seed 0
+	rm -f /tmp/kept-ready /tmp/kept-go /tmp/kept-evict.out
+}
+
+# What the device kept stays its; the rest goes.
+test_kept_teardown() {
+	"$RPAGECTL" peer del self || return
+	rpage_unload || fail "rmmod rpage with work requests kept by the device"
+}
+
+tap_begin kept
+run_test kept_setup test_kept_setup
+if grep -q "^ok 1 kept_setup$" "$TAP_DIR/kept.tap"; then
+	run_test kept_read_reaped_late_by_another_reader test_kept_read_late_completion
+	run_test kept_evict_drops_nothing test_kept_evict_all_or_nothing
+	run_test kept_teardown test_kept_teardown
+fi
+tap_end
+[ -n "$KEPT_HOG" ] && rxe_unstall
+rpage_loaded && rpage_unload
