@@ -290,6 +290,7 @@ const struct rpage_transport_ops rpage_loop_transport = {
 	.name		= "loop",
 	.id		= RPAGE_TRANSPORT_LOOP,
 	.regions	= false,
+	.connected_cause = "this host's pool table listed",
 	.peer_init	= rpage_loop_peer_init,
 	.peer_free	= rpage_loop_peer_free,
 	.connect	= rpage_loop_connect,

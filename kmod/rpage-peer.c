@@ -318,7 +318,7 @@ static void rpage_peer_connect_work(struct work_struct *work)
 		peer->last_reject = reason;
 	if (!ret) {
 		if (rpage_peer_transition(peer, RPAGE_PEER_STATE_CONNECTED,
-					  "every queue pair up, pool table received"))
+					  peer->ops->connected_cause))
 			atomic64_inc(&peer->counters.connects);
 		spin_unlock(&peer->state_lock);
 		goto out;

@@ -478,6 +478,8 @@ struct rpage_xfer_run;
  * @regions: the pools it carries come with memory regions (an address
  *	and key each) that the reader's transfers name; a pool announced
  *	over a transport without them names none.
+ * @connected_cause: what a peer that connected over it got, in the words
+ *	of its state change ("every queue pair up, ...").
  * @peer_init: sets up a peer being added (its channels, not connected).
  *	0 or -ENOMEM.
  * @peer_free: frees what @peer_init set up.
@@ -528,6 +530,7 @@ struct rpage_transport_ops {
 	const char *name;
 	u32 id;
 	bool regions;
+	const char *connected_cause;
 	int (*peer_init)(struct rpage_peer *peer);
 	void (*peer_free)(struct rpage_peer *peer);
 	int (*connect)(struct rpage_peer *peer, u32 *reason, char *cause,

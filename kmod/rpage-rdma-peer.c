@@ -193,6 +193,7 @@ const struct rpage_transport_ops rpage_rdma_transport = {
 	.name		= "rdma",
 	.id		= RPAGE_TRANSPORT_RDMA,
 	.regions	= true,
+	.connected_cause = "every queue pair up, pool table received",
 	.peer_init	= rpage_rdma_peer_init,
 	.peer_free	= rpage_rdma_peer_free,
 	.connect	= rpage_rdma_connect,

@@ -1051,6 +1051,7 @@ const struct rpage_transport_ops rpage_tcp_transport = {
 	.name		= "tcp",
 	.id		= RPAGE_TRANSPORT_TCP,
 	.regions	= false,
+	.connected_cause = "every TCP connection up, pool table received",
 	.peer_init	= rpage_tcp_peer_init,
 	.peer_free	= rpage_tcp_peer_free,
 	.connect	= rpage_tcp_connect,

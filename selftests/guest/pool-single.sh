@@ -261,7 +261,7 @@ test_loop_peer_add() {
 	wait_until 30 peer_is lo connected || fail "lo not connected" || return
 	"$RPAGECTL" peer show lo
 	"$RPAGECTL" -j peer show lo |
-		jq -e '.[0].transport == "loop" and .[0].addr == "-" and .[0].qps == 0 and .[0].qps_inbound == 1' > /dev/null ||
+		jq -e '.[0].transport == "loop" and .[0].addr == "-" and .[0].qps == 0 and .[0].qps_inbound == 1 and .[0].cause == "this host'"'"'s pool table listed"' > /dev/null ||
 		fail "peer show lo: not a connected loop peer" || return
 	"$RPAGECTL" -j peer show self | jq -e '.[0].transport == "rdma"' > /dev/null ||
 		fail "peer show self: not over rdma" || return
@@ -338,7 +338,7 @@ test_tcp_peer_add() {
 	wait_until 30 peer_is tcp connected || { "$RPAGECTL" peer show tcp; fail "tcp not connected"; return; }
 	"$RPAGECTL" peer show tcp
 	"$RPAGECTL" -j peer show tcp |
-		jq -e '.[0].transport == "tcp" and .[0].qps == 2 and .[0].qps_connected == 2 and .[0].qps_inbound == 2' > /dev/null ||
+		jq -e '.[0].transport == "tcp" and .[0].qps == 2 and .[0].qps_connected == 2 and .[0].qps_inbound == 2 and .[0].cause == "every TCP connection up, pool table received"' > /dev/null ||
 		fail "peer show tcp: not a connected TCP peer with 2 connections each way" || return
 	wait_until 30 remote_pool_listed tcp 1 || fail "pool 1 not listed through tcp" || return
 	wait_until 30 remote_pool_listed tcp 2 || fail "pool 2 not listed through tcp"
