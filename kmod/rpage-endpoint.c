@@ -286,6 +286,18 @@ static void rpage_endpoint_stop(struct rpage_listener *ep)
 	}
 }
 
+/*
+ * Under @ep's lock: an automatic endpoint that found no RDMA device for
+ * its address when it started, and listens over TCP alone. It takes up
+ * RDMA when a device comes (rpage_endpoints_device_added()).
+ */
+static bool rpage_endpoint_tcp_only_auto(const struct rpage_listener *ep)
+{
+	lockdep_assert_held(&ep->lock);
+	return ep->transport == RPAGE_TRANSPORT_AUTO && ep->tcp && !ep->cm_id &&
+	       READ_ONCE(ep->state) != RPAGE_ENDPOINT_DOWN;
+}
+
 static void rpage_endpoint_relisten_work(struct work_struct *work)
 {
 	struct rpage_listener *ep = container_of(to_delayed_work(work),
@@ -299,6 +311,10 @@ static void rpage_endpoint_relisten_work(struct work_struct *work)
 			rpage_endpoint_set_down(ep);
 		else
 			pr_info("endpoint %pISpc: listening again\n", &ep->addr);
+	} else if (rpage_endpoint_tcp_only_auto(ep) && !rpage_endpoint_listen(ep)) {
+		/* A device that does not serve this address changes nothing. */
+		pr_info("endpoint %pISpc: listening over RDMA and TCP\n",
+			&ep->addr);
 	}
 	mutex_unlock(&ep->lock);
 }
@@ -504,14 +520,19 @@ void rpage_endpoints_device_removed(struct rpage_ibdev *dev)
 	mutex_unlock(&rpage_endpoints_lock);
 }
 
+/* Listeners that lack RDMA try it now: the new device may serve them. */
 void rpage_endpoints_device_added(void)
 {
 	struct rpage_listener *ep;
 
 	mutex_lock(&rpage_endpoints_lock);
-	list_for_each_entry(ep, &rpage_endpoints, entry)
-		if (READ_ONCE(ep->state) == RPAGE_ENDPOINT_DOWN)
+	list_for_each_entry(ep, &rpage_endpoints, entry) {
+		mutex_lock(&ep->lock);
+		if (READ_ONCE(ep->state) == RPAGE_ENDPOINT_DOWN ||
+		    rpage_endpoint_tcp_only_auto(ep))
 			mod_delayed_work(rpage_wq, &ep->relisten_work, 0);
+		mutex_unlock(&ep->lock);
+	}
 	mutex_unlock(&rpage_endpoints_lock);
 }
 

@@ -366,11 +366,26 @@ test_tcp_write_to_a_read_only_pool() {
 	grep -q "read-only" /tmp/err || fail "not refused as read-only"
 }
 
+# A second address of the guest, for an endpoint added with no RDMA
+# device.
+TCP_LATE_ADDR=192.0.2.13
+
+endpoint_transport_is() {
+	"$RPAGECTL" -j endpoint show |
+		jq -e --arg a "$1" --arg t "$2" 'any(.[]; .addr == $a and .transport == $t)'
+}
+
 # TCP needs no RDMA device: with rxe0 gone, faults, prefetch and
-# eviction of pool 2 go through tcp, every byte checked.
+# eviction of pool 2 go through tcp, every byte checked. An automatic
+# endpoint added meanwhile listens over TCP, and takes up RDMA too when
+# rxe0 comes back.
 test_tcp_without_an_rdma_device() {
 	local fault=$SELFTESTS/rpage_fault
 	rdma link delete rxe0 || fail "rdma link delete" || return
+	ip addr add "$TCP_LATE_ADDR/24" dev eth0 || return
+	"$RPAGECTL" endpoint add "$TCP_LATE_ADDR" || fail "endpoint add $TCP_LATE_ADDR" || return
+	endpoint_transport_is "$TCP_LATE_ADDR" tcp > /dev/null ||
+		fail "endpoint $TCP_LATE_ADDR not over tcp alone with no RDMA device" || return
 	"$fault" touch tcp 2 8M --seed 7 --expect-faults 2048 ||
 		fail "faults over tcp with no RDMA device" || return
 	"$fault" touch tcp 2 8M --threads 4 --order random --seed 7 ||
@@ -382,6 +397,14 @@ test_tcp_without_an_rdma_device() {
 	"$PATTERN" write tcp 2 0 1M --seed 7 || return
 	"$RPAGECTL" peer show tcp
 	rdma link add rxe0 type rxe netdev eth0 || fail "rdma link add" || return
+	wait_until 30 endpoint_transport_is "$TCP_LATE_ADDR" rdma,tcp || {
+		"$RPAGECTL" endpoint show
+		fail "endpoint $TCP_LATE_ADDR did not take up RDMA when rxe0 came"
+		return
+	}
+	"$RPAGECTL" endpoint show
+	"$RPAGECTL" endpoint del "$TCP_LATE_ADDR" || fail "endpoint del $TCP_LATE_ADDR" || return
+	ip addr del "$TCP_LATE_ADDR/24" dev eth0
 	wait_until 60 peer_is self connected || fail "self not back" || return
 	wait_until 30 remote_pool_listed self 2 || fail "pool 2 not announced again" || return
 	"$PATTERN" read self 2 0 8M --seed 7
