@@ -432,6 +432,32 @@ test_tcp_rogue_reader() {
 	"$PATTERN" read tcp 2 0 8M --seed 7 || fail "tcp read wrong after the rogue"
 }
 
+# TCP over IPv6: an endpoint on ::1 and the peer "tcp6" at ::1, both
+# chosen TCP automatically (lo has no RDMA device), reading and writing
+# pool 2 beside "self", every byte checked.
+test_tcp_over_ipv6() {
+	ip -6 addr show dev lo | grep -q "inet6 ::1/" ||
+		{ echo "no IPv6 address on lo"; return 4; }
+	"$RPAGECTL" endpoint add ::1 || fail "endpoint add ::1" || return
+	"$RPAGECTL" endpoint show
+	"$RPAGECTL" -j endpoint show |
+		jq -e 'any(.[]; .addr == "::1" and .transport == "tcp")' > /dev/null ||
+		fail "endpoint ::1 not listening over tcp alone" || return
+	"$RPAGECTL" peer add tcp6 addr ::1 || fail "peer add tcp6 addr ::1" || return
+	wait_until 30 peer_is tcp6 connected || { "$RPAGECTL" peer show tcp6; fail "tcp6 not connected"; return; }
+	"$RPAGECTL" peer show tcp6
+	"$RPAGECTL" -j peer show tcp6 |
+		jq -e '.[0].transport == "tcp" and .[0].addr == "::1"' > /dev/null ||
+		fail "peer show tcp6: not a TCP peer at ::1" || return
+	wait_until 30 remote_pool_listed tcp6 2 || fail "pool 2 not listed through tcp6" || return
+	"$PATTERN" read tcp6 2 0 8M --seed 7 || fail "tcp6 read pool 2 wrong" || return
+	"$PATTERN" write tcp6 2 0 1M --seed 23 || return
+	"$PATTERN" read self 2 0 1M --seed 23 || fail "self read what tcp6 wrote wrong" || return
+	"$PATTERN" write self 2 0 1M --seed 7 || return
+	"$RPAGECTL" peer del tcp6 || fail "peer del tcp6" || return
+	"$RPAGECTL" endpoint del ::1 || fail "endpoint del ::1"
+}
+
 test_tcp_peer_del() {
 	"$RPAGECTL" peer del tcp || fail "peer del tcp" || return
 	"$RPAGECTL" -j peer show | jq -e 'all(.[]; .name != "tcp")' > /dev/null ||
@@ -489,6 +515,7 @@ run_test tcp_and_rdma_read_each_others_writes test_tcp_and_rdma_read_each_others
 run_test tcp_write_to_a_read_only_pool_refused test_tcp_write_to_a_read_only_pool
 run_test tcp_faults_prefetch_evict_without_an_rdma_device test_tcp_without_an_rdma_device
 run_test tcp_rogue_reader_refused_and_counted test_tcp_rogue_reader
+run_test tcp_over_ipv6 test_tcp_over_ipv6
 tap_end
 
 RPAGE_TEST_PEER=tcp run_kselftest map-tcp "$SELFTESTS/rpage_map_test"
