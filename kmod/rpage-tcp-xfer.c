@@ -316,8 +316,9 @@ int rpage_tcp_rx_data_done(struct rpage_tcp_queue *q)
 /*
  * Sends the request for page @g and the pages after it that are
  * adjacent in the same pool, up to RPAGE_TCP_IO_PAGES. Returns 0 (and
- * moves @tr->next past them), -EBUSY if no tag is free, or the send's
- * error (the connection is then lost).
+ * moves @tr->next past them), -EBUSY if no tag is free, -EINTR if the
+ * caller was killed before the request went, or -ECONNRESET (the
+ * connection is then lost).
  */
 static int rpage_tcp_issue(struct rpage_tcp_run *tr, unsigned long g)
 {
@@ -371,6 +372,22 @@ static int rpage_tcp_issue(struct rpage_tcp_run *tr, unsigned long g)
 	trace_rpage_io_post(x->peer->id, q->conn->index, x->write, offset, nr);
 	ret = rpage_tcp_send(q, &io, sizeof(io), x->write ? &x->pages[g] : NULL,
 			     x->write ? nr : 0);
+	if (ret == -EINTR) {
+		/*
+		 * Killed before any of it went: the request never was. Under
+		 * the receive lock, as rpage_tcp_abandon(): an answer to it
+		 * (a peer's lie) being received keeps the tag until it ends.
+		 */
+		mutex_lock(&q->rx_mutex);
+		if (q->rx_req == req)
+			WRITE_ONCE(req->state, RPAGE_TCP_REQ_ABANDONED);
+		else
+			rpage_tcp_tag_put(q, tag);
+		__clear_bit(tag, tr->mine);
+		tr->inflight--;
+		mutex_unlock(&q->rx_mutex);
+		return -EINTR;
+	}
 	if (ret) {
 		rpage_tcp_lost(q, "sending a request", ret);
 		return -ECONNRESET;

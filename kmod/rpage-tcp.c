@@ -58,6 +58,7 @@ static void rpage_tcp_sock_setup(struct socket *sock, unsigned int timeout_ms)
 	/* Sends come from faults: reclaim must not wait on I/O for them. */
 	sk->sk_allocation = GFP_NOIO;
 	sk->sk_use_task_frag = false;
+	/* Bounds a blocking connect; sends never wait in the socket. */
 	sk->sk_sndtimeo = msecs_to_jiffies(timeout_ms);
 	sk->sk_rcvtimeo = msecs_to_jiffies(timeout_ms);
 	release_sock(sk);
@@ -74,6 +75,7 @@ static struct rpage_tcp_queue *rpage_tcp_queue_alloc(struct rpage_conn *conn,
 	q->conn = conn;
 	q->sock = sock;
 	mutex_init(&q->send_mutex);
+	init_waitqueue_head(&q->send_wait);
 	mutex_init(&q->rx_mutex);
 	init_waitqueue_head(&q->wait);
 	spin_lock_init(&q->tags_lock);
@@ -82,25 +84,84 @@ static struct rpage_tcp_queue *rpage_tcp_queue_alloc(struct rpage_conn *conn,
 	return q;
 }
 
-/* Sends @len bytes of @buf, all of them, waiting as the socket allows. */
-static int rpage_tcp_send_buf(struct socket *sock, const void *buf, size_t len,
-			      int flags)
+/*
+ * Whether a sender may try the socket again: it has room, or something
+ * ended the connection.
+ */
+static bool rpage_tcp_send_may(struct rpage_tcp_queue *q)
+{
+	struct sock *sk = q->sock->sk;
+
+	return sk_stream_is_writeable(sk) || READ_ONCE(sk->sk_err) ||
+	       (READ_ONCE(sk->sk_shutdown) & SEND_SHUTDOWN) || READ_ONCE(q->dead);
+}
+
+/**
+ * struct rpage_tcp_sending - one frame on its way into a socket
+ * @q: the connection.
+ * @deadline: when the socket must have taken more of it (io_timeout_ms
+ *	without progress ends the connection).
+ * @sent: bytes of the frame the socket has taken.
+ */
+struct rpage_tcp_sending {
+	struct rpage_tcp_queue *q;
+	unsigned long deadline;
+	size_t sent;
+};
+
+/*
+ * The socket took @ret bytes (or none: -EAGAIN): waits for room when it
+ * took none. Never in the socket's own interruptible wait: a signal a
+ * task handles (a VMM's threads get many) would cut the frame short,
+ * and a task that waits long in the socket makes those queued behind it
+ * look hung. Here only a fatal signal ends the wait (-EINTR), and the
+ * sleep is a second at a time. 0 to go on, or -errno.
+ */
+static int rpage_tcp_sent(struct rpage_tcp_sending *s, int ret)
+{
+	unsigned int timeout_ms = READ_ONCE(rpage_io_timeout_ms);
+	long left;
+
+	if (ret > 0) {
+		s->sent += ret;
+		s->deadline = jiffies + msecs_to_jiffies(timeout_ms);
+		return 0;
+	}
+	if (ret != -EAGAIN)
+		return ret ?: -EIO;
+	left = s->deadline - jiffies;
+	if (left <= 0)
+		return -ETIMEDOUT;
+	left = wait_event_killable_timeout(s->q->send_wait,
+					   rpage_tcp_send_may(s->q),
+					   min_t(long, left, HZ));
+	return left < 0 ? -EINTR : 0;
+}
+
+/* Sends @len bytes of @buf, all of them, waiting as rpage_tcp_sent(). */
+static int rpage_tcp_send_buf(struct rpage_tcp_sending *s, const void *buf,
+			      size_t len, int flags)
 {
 	while (len) {
 		struct kvec iov = { .iov_base = (void *)buf, .iov_len = len };
-		struct msghdr msg = { .msg_flags = flags | MSG_NOSIGNAL };
-		int ret = kernel_sendmsg(sock, &msg, &iov, 1, len);
+		struct msghdr msg = {
+			.msg_flags = flags | MSG_DONTWAIT | MSG_NOSIGNAL,
+		};
+		int ret = kernel_sendmsg(s->q->sock, &msg, &iov, 1, len);
 
-		if (ret <= 0)
-			return ret ?: -EIO;
-		buf += ret;
-		len -= ret;
+		if (ret > 0) {
+			buf += ret;
+			len -= ret;
+		}
+		ret = rpage_tcp_sent(s, ret);
+		if (ret)
+			return ret;
 	}
 	return 0;
 }
 
 /* Sends a whole page, without a copy where the page allows it. */
-static int rpage_tcp_send_page(struct socket *sock, struct page *page,
+static int rpage_tcp_send_page(struct rpage_tcp_sending *s, struct page *page,
 			       int flags)
 {
 	size_t off = 0;
@@ -109,16 +170,18 @@ static int rpage_tcp_send_page(struct socket *sock, struct page *page,
 	if (!sendpage_ok(page)) {
 		void *va = kmap_local_page(page);
 
-		ret = rpage_tcp_send_buf(sock, va, PAGE_SIZE, flags);
+		ret = rpage_tcp_send_buf(s, va, PAGE_SIZE, flags);
 		kunmap_local(va);
 		return ret;
 	}
 	while (off < PAGE_SIZE) {
-		ret = rpage_sock_send_page(sock, page, off, PAGE_SIZE - off,
-					   flags | MSG_NOSIGNAL);
-		if (ret <= 0)
-			return ret ?: -EIO;
-		off += ret;
+		ret = rpage_sock_send_page(s->q->sock, page, off, PAGE_SIZE - off,
+					   flags | MSG_DONTWAIT | MSG_NOSIGNAL);
+		if (ret > 0)
+			off += ret;
+		ret = rpage_tcp_sent(s, ret);
+		if (ret)
+			return ret;
 	}
 	return 0;
 }
@@ -131,24 +194,34 @@ static int rpage_tcp_send_page(struct socket *sock, struct page *page,
  * @pages: whole pages that follow it, or NULL.
  * @nr: how many.
  *
- * Returns 0 once the socket has taken all of it, or -errno: the frame
- * may be cut short, so the caller reports the connection lost.
+ * Waits for the frames before it and for room in the socket, killable
+ * (see rpage_tcp_sent()). Returns 0 once the socket has taken all of
+ * it; -EINTR if the caller was killed before any of it went, the
+ * connection as it was; or another -errno: the frame may be cut short,
+ * so the caller reports the connection lost.
  */
 int rpage_tcp_send(struct rpage_tcp_queue *q, const void *frame, size_t len,
 		   struct page **pages, unsigned int nr)
 {
+	struct rpage_tcp_sending s = {
+		.q = q,
+		.deadline = jiffies + msecs_to_jiffies(READ_ONCE(rpage_io_timeout_ms)),
+	};
 	unsigned int i;
 	int ret;
 
-	mutex_lock(&q->send_mutex);
+	if (mutex_lock_killable(&q->send_mutex))
+		return -EINTR;
 	if (READ_ONCE(q->dead)) {
 		ret = -ECONNRESET;
 		goto out;
 	}
-	ret = rpage_tcp_send_buf(q->sock, frame, len, nr ? MSG_MORE : 0);
+	ret = rpage_tcp_send_buf(&s, frame, len, nr ? MSG_MORE : 0);
 	for (i = 0; !ret && i < nr; i++)
-		ret = rpage_tcp_send_page(q->sock, pages[i],
-					  i + 1 < nr ? MSG_MORE : 0);
+		ret = rpage_tcp_send_page(&s, pages[i], i + 1 < nr ? MSG_MORE : 0);
+	/* Killed halfway: the rest of the frame is missing from the stream. */
+	if (ret == -EINTR && s.sent)
+		ret = -ECONNABORTED;
 out:
 	mutex_unlock(&q->send_mutex);
 	return ret;
@@ -162,6 +235,7 @@ void rpage_tcp_lost(struct rpage_tcp_queue *q, const char *what, int err)
 {
 	WRITE_ONCE(q->dead, true);
 	wake_up_all(&q->wait);
+	wake_up_all(&q->send_wait);
 	rpage_peer_conn_lost(q->conn, "TCP connection %u: %s (%d)",
 			     q->conn->index, what, err);
 }
@@ -353,6 +427,24 @@ static void rpage_tcp_state_change(struct sock *sk)
 	if (q) {
 		saved = q->saved_state_change;
 		queue_work(rpage_tcp_wq, &q->rx_work);
+		wake_up_all(&q->send_wait);
+	}
+	read_unlock_bh(&sk->sk_callback_lock);
+	if (saved)
+		saved(sk);
+}
+
+/* Room in the socket: a sender waiting for it goes on. */
+static void rpage_tcp_write_space(struct sock *sk)
+{
+	void (*saved)(struct sock *sk) = NULL;
+	struct rpage_tcp_queue *q;
+
+	read_lock_bh(&sk->sk_callback_lock);
+	q = sk->sk_user_data;
+	if (q) {
+		saved = q->saved_write_space;
+		wake_up_all(&q->send_wait);
 	}
 	read_unlock_bh(&sk->sk_callback_lock);
 	if (saved)
@@ -367,9 +459,11 @@ static void rpage_tcp_callbacks_set(struct rpage_tcp_queue *q)
 	write_lock_bh(&sk->sk_callback_lock);
 	q->saved_data_ready = sk->sk_data_ready;
 	q->saved_state_change = sk->sk_state_change;
+	q->saved_write_space = sk->sk_write_space;
 	sk->sk_user_data = q;
 	sk->sk_data_ready = rpage_tcp_data_ready;
 	sk->sk_state_change = rpage_tcp_state_change;
+	sk->sk_write_space = rpage_tcp_write_space;
 	write_unlock_bh(&sk->sk_callback_lock);
 	q->callbacks = true;
 }
@@ -385,6 +479,7 @@ static void rpage_tcp_callbacks_clear(struct rpage_tcp_queue *q)
 	sk->sk_user_data = NULL;
 	sk->sk_data_ready = q->saved_data_ready;
 	sk->sk_state_change = q->saved_state_change;
+	sk->sk_write_space = q->saved_write_space;
 	write_unlock_bh(&sk->sk_callback_lock);
 	cancel_work_sync(&q->rx_work);
 	q->callbacks = false;
@@ -396,6 +491,7 @@ static void rpage_tcp_queue_kill(struct rpage_tcp_queue *q)
 	WRITE_ONCE(q->dead, true);
 	kernel_sock_shutdown(q->sock, SHUT_RDWR);
 	wake_up_all(&q->wait);
+	wake_up_all(&q->send_wait);
 }
 
 /*
@@ -657,7 +753,10 @@ static void rpage_tcp_close(struct rpage_peer *peer)
 		rpage_tcp_queue_destroy(&tp->chans[i].c);
 }
 
-/* Sends a control message on @conn, which the caller holds; lost if not. */
+/*
+ * Sends a control message on @conn, which the caller holds; lost if it
+ * did not go whole (a caller killed before it went leaves it intact).
+ */
 static int rpage_tcp_conn_send(struct rpage_conn *conn, const void *msg,
 			       u32 len, const char *what)
 {
@@ -666,7 +765,7 @@ static int rpage_tcp_conn_send(struct rpage_conn *conn, const void *msg,
 	if (len > RPAGE_MSG_MAX)
 		return -EMSGSIZE;
 	ret = rpage_tcp_send(conn->tp, msg, len, NULL, 0);
-	if (ret)
+	if (ret && ret != -EINTR)
 		rpage_tcp_lost(conn->tp, what, ret);
 	return ret;
 }
@@ -773,8 +872,11 @@ static void rpage_tcp_reject(struct socket *sock, u32 reason)
 		.reject.reason = cpu_to_le16(reason),
 	};
 
+	struct kvec iov = { .iov_base = &f, .iov_len = sizeof(f) };
+	struct msghdr msg = { .msg_flags = MSG_DONTWAIT | MSG_NOSIGNAL };
+
 	/* The initiator learns why if it still listens; nothing waits on it. */
-	rpage_tcp_send_buf(sock, &f, sizeof(f), MSG_DONTWAIT);
+	kernel_sendmsg(sock, &msg, &iov, 1, sizeof(f));
 }
 
 /*

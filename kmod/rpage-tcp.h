@@ -62,6 +62,7 @@ enum rpage_tcp_rx_phase {
  * @conn: the connection it serves.
  * @sock: the socket.
  * @send_mutex: one frame at a time on the socket.
+ * @send_wait: a sender waiting for room in the socket.
  * @rx_mutex: one receiver at a time: the receive work, or a transfer
  *	that polls for its answers itself.
  * @rx_work: receives what arrived (queued by the socket's callbacks).
@@ -83,12 +84,14 @@ enum rpage_tcp_rx_phase {
  * @rx_io: the read or write frame being received.
  * @saved_data_ready: the socket's callbacks before ours.
  * @saved_state_change: ditto.
+ * @saved_write_space: ditto.
  * @rx_buf: the frame being received (a whole control message).
  */
 struct rpage_tcp_queue {
 	struct rpage_conn *conn;
 	struct socket *sock;
 	struct mutex send_mutex;	/* see kernel-doc */
+	wait_queue_head_t send_wait;
 	struct mutex rx_mutex;		/* see kernel-doc */
 	struct work_struct rx_work;
 	wait_queue_head_t wait;
@@ -108,6 +111,7 @@ struct rpage_tcp_queue {
 	struct rpage_msg_io rx_io;
 	void (*saved_data_ready)(struct sock *sk);
 	void (*saved_state_change)(struct sock *sk);
+	void (*saved_write_space)(struct sock *sk);
 	u8 rx_buf[RPAGE_MSG_MAX] __aligned(8);
 };
 

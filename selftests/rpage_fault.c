@@ -13,7 +13,7 @@
  *               [--seed S] [--no-touch]
  *   rpage_fault hog SIZE --ready PATH
  *   rpage_fault evict PEER POOL OFFSET LENGTH { --seed S | --clean }
- *               [--ready PATH --go PATH] [--timeout-ms T]
+ *               [--ready PATH --go PATH] [--timeout-ms T] [--signal-us U]
  *   rpage_fault survive PEER POOL LENGTH --fetched BYTES --ready PATH
  *               --go PATH [--timeout-ms T] [--seed S]
  *   rpage_fault stall PEER POOL LENGTH --fetched-ready PATH --go PATH
@@ -53,8 +53,10 @@
  * before the evict (the test disturbs the device in between); with
  * --timeout-ms a failed evict is tried again every EVICT_RETRY_MS for up
  * to T ms, and must then find every page still there and still dirty:
- * an evict that fails drops nothing. The result line ends with
- * first_error=NAME|none and tries=N.
+ * an evict that fails drops nothing. With --signal-us, a thread sends
+ * the evicting thread a signal it handles (SIGUSR1, SA_RESTART) every U
+ * microseconds while the evict runs, as a VMM's threads get them. The
+ * result line ends with first_error=NAME|none, tries=N and signals=N.
  *
  * survive: touches the first BYTES, creates PATH --ready and waits for
  * PATH --go (the test then takes the pool or peer away), then touches
@@ -121,7 +123,7 @@ static int usage(void)
 	     "[--pause-ms P] [--no-check] [--ready PATH --go PATH --after BYTES] | "
 	     "prefetch PEER POOL LENGTH [--offset O] [--depth D] [--wait] [--seed S] [--no-touch] | hog SIZE --ready PATH | "
 	     "evict PEER POOL OFFSET LENGTH { --seed S | --clean } "
-	     "[--ready PATH --go PATH] [--timeout-ms T] | "
+	     "[--ready PATH --go PATH] [--timeout-ms T] [--signal-us U] | "
 	     "survive PEER POOL LENGTH --fetched BYTES --ready PATH --go PATH "
 	     "[--timeout-ms T] [--seed S] | "
 	     "stall PEER POOL LENGTH --fetched-ready PATH --go PATH --ready PATH "
@@ -152,6 +154,7 @@ enum {
 	OPT_SEED_NEW		= 1 << 16,
 	OPT_NO_TOUCH		= 1 << 17,
 	OPT_NO_CHECK		= 1 << 18,
+	OPT_SIGNAL		= 1 << 19,
 	/* touch's gate: the three options go together. */
 	OPT_GATE		= OPT_READY | OPT_GO | OPT_AFTER,
 };
@@ -162,7 +165,7 @@ struct args {
 	uint64_t pool_id, offset, length;
 	unsigned int given;		/* OPT_* */
 	uint64_t threads, seed, expect_faults, depth, fetched, timeout_ms;
-	uint64_t after, pause_ms, seed_new;
+	uint64_t after, pause_ms, seed_new, signal_us;
 	bool random_order;
 	const char *ready, *go, *fetched_ready;
 };
@@ -196,6 +199,7 @@ static const struct option_def {
 	{ "--seed-new", OPT_SEED_NEW, ARG_NUMBER, offsetof(struct args, seed_new) },
 	{ "--no-touch", OPT_NO_TOUCH, ARG_NONE, 0 },
 	{ "--no-check", OPT_NO_CHECK, ARG_NONE, 0 },
+	{ "--signal-us", OPT_SIGNAL, ARG_NUMBER, offsetof(struct args, signal_us) },
 };
 
 /* One option's value into @a; false (reported) for a bad one. */
@@ -818,9 +822,63 @@ static uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000 + (uint64_t)ts.tv_nsec;
 }
 
+/* evict --signal-us: who is signalled, how often, and how many came. */
+struct signaller {
+	pthread_t thread;
+	pthread_t target;
+	uint64_t every_us;
+	bool stop;			/* __atomic */
+};
+
+static uint64_t signals_taken;		/* __atomic */
+
+static void signal_taken(int sig)
+{
+	__atomic_fetch_add(&signals_taken, 1, __ATOMIC_RELAXED);
+}
+
+static void *signaller_run(void *arg)
+{
+	struct signaller *s = arg;
+
+	while (!__atomic_load_n(&s->stop, __ATOMIC_ACQUIRE)) {
+		pthread_kill(s->target, SIGUSR1);
+		usleep(s->every_us);
+	}
+	return NULL;
+}
+
+/* Signals the calling thread every @every_us until signaller_stop(). */
+static bool signaller_start(struct signaller *s, uint64_t every_us)
+{
+	struct sigaction sa = { .sa_handler = signal_taken, .sa_flags = SA_RESTART };
+	int ret;
+
+	s->target = pthread_self();
+	s->every_us = every_us;
+	s->stop = false;
+	if (sigaction(SIGUSR1, &sa, NULL)) {
+		fail("sigaction: %s", strerror(errno));
+		return false;
+	}
+	ret = pthread_create(&s->thread, NULL, signaller_run, s);
+	if (ret) {
+		fail("signalling thread: %s", strerror(ret));
+		return false;
+	}
+	return true;
+}
+
+static void signaller_stop(struct signaller *s)
+{
+	__atomic_store_n(&s->stop, true, __ATOMIC_RELEASE);
+	pthread_join(s->thread, NULL);
+}
+
 /* evict PEER POOL OFFSET LENGTH { --seed S | --clean } [...] */
 static int cmd_evict(int argc, char **argv)
 {
+	struct signaller sig;
 	struct rpage_evict ev;
 	struct outcome out;
 	struct mapping m;
@@ -832,7 +890,7 @@ static int cmd_evict(int argc, char **argv)
 	bool clean;
 
 	if (!parse_args(argc, argv, true, OPT_SEED | OPT_CLEAN | OPT_READY |
-			OPT_GO | OPT_TIMEOUT, &a))
+			OPT_GO | OPT_TIMEOUT | OPT_SIGNAL, &a))
 		return 1;
 	clean = a.given & OPT_CLEAN;
 	if (clean == !!(a.given & OPT_SEED))
@@ -852,6 +910,8 @@ static int cmd_evict(int argc, char **argv)
 	if (gated && (!tell_ready(a.ready) || !wait_for_file("evict", a.go)))
 		return 1;
 
+	if ((a.given & OPT_SIGNAL) && !signaller_start(&sig, a.signal_us))
+		return 1;
 	/* A failed evict is all or nothing: the next try must find it all. */
 	retry_until = now_ns() + a.timeout_ms * 1000000ULL;
 	for (;;) {
@@ -865,6 +925,8 @@ static int cmd_evict(int argc, char **argv)
 			break;
 		sleep_ms(EVICT_RETRY_MS);
 	}
+	if (a.given & OPT_SIGNAL)
+		signaller_stop(&sig);
 	if (ret < 0) {
 		fail("evict %" PRIu64 " bytes: %s (%u tries)", m.length,
 		     error_text(-ret), tries);
@@ -874,10 +936,12 @@ static int cmd_evict(int argc, char **argv)
 	    !mapping_stats(&m, &out.st))
 		return 1;
 	snprintf(extra, sizeof(extra),
-		 " evicted=%llu written=%llu refaults=%llu first_error=%s tries=%u",
+		 " evicted=%llu written=%llu refaults=%llu first_error=%s tries=%u"
+		 " signals=%llu",
 		 (unsigned long long)ev.evicted, (unsigned long long)ev.written,
 		 (unsigned long long)(out.st.faults - faults_before),
-		 first_error ? errno_name(first_error) : "none", tries);
+		 first_error ? errno_name(first_error) : "none", tries,
+		 (unsigned long long)__atomic_load_n(&signals_taken, __ATOMIC_RELAXED));
 	if (!report(&m, &out, extra) || !mapping_close(&m) ||
 	    !tally_clean(&m, &out.tally) ||
 	    !expect_eq("evicted", ev.evicted, m.pages) ||

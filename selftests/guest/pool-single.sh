@@ -458,6 +458,39 @@ test_tcp_over_ipv6() {
 	"$RPAGECTL" endpoint del ::1 || fail "endpoint del ::1"
 }
 
+# A thread whose write-back waits for room on a slow TCP link (small
+# send buffers, lo limited to 20 Mbit/s) gets a signal every 200 us, as
+# a VMM's threads get them: each is handled, the sends go on, and the
+# connection stays up (no reconnect), every page written back.
+test_tcp_signals_during_blocked_sends() {
+	local wmem out rc before
+	modprobe sch_netem || { echo "no sch_netem"; return 4; }
+	wmem=$(sysctl -n net.ipv4.tcp_wmem) || return
+	"$PATTERN" write self 2 0 4M --seed 0 || return
+	sysctl -q -w net.ipv4.tcp_wmem="4096 16384 65536" || return
+	# New connections, with the small buffers.
+	"$RPAGECTL" peer del tcp && "$RPAGECTL" peer add tcp addr "$TCP_ADDR" &&
+		wait_until 30 peer_is tcp connected &&
+		wait_until 30 remote_pool_listed tcp 2 &&
+		before=$(peer_field tcp reconnects) &&
+		tc qdisc add dev lo root netem rate 20mbit
+	rc=$?
+	if [ "$rc" -eq 0 ]; then
+		"$SELFTESTS/rpage_fault" evict tcp 2 0 4M --seed 31 --signal-us 200 > /tmp/sig.out 2>&1
+		rc=$?
+	fi
+	tc qdisc del dev lo root 2> /dev/null
+	sysctl -q -w net.ipv4.tcp_wmem="$wmem"
+	cat /tmp/sig.out
+	"$RPAGECTL" peer show tcp
+	expect_eq "$rc" 0 "evict over a slow link with signals coming" || return
+	grep -q "first_error=none tries=1 signals=[1-9]" /tmp/sig.out ||
+		fail "not one evict that took signals" || return
+	expect_eq "$(peer_field tcp reconnects)" "$before" "reconnects of tcp" || return
+	"$PATTERN" read self 2 0 4M --seed 31 || fail "pool 2 after the evict" || return
+	"$PATTERN" write self 2 0 8M --seed 7
+}
+
 test_tcp_peer_del() {
 	"$RPAGECTL" peer del tcp || fail "peer del tcp" || return
 	"$RPAGECTL" -j peer show | jq -e 'all(.[]; .name != "tcp")' > /dev/null ||
@@ -516,6 +549,7 @@ run_test tcp_write_to_a_read_only_pool_refused test_tcp_write_to_a_read_only_poo
 run_test tcp_faults_prefetch_evict_without_an_rdma_device test_tcp_without_an_rdma_device
 run_test tcp_rogue_reader_refused_and_counted test_tcp_rogue_reader
 run_test tcp_over_ipv6 test_tcp_over_ipv6
+run_test tcp_signals_during_blocked_sends test_tcp_signals_during_blocked_sends
 tap_end
 
 RPAGE_TEST_PEER=tcp run_kselftest map-tcp "$SELFTESTS/rpage_map_test"
