@@ -235,7 +235,7 @@ static int rpage_tcp_answer(struct rpage_tcp_queue *q, u32 status,
 			pages[i] = rpage_pool_page(pool, offset + ((u64)i << PAGE_SHIFT));
 		a.hdr.length = cpu_to_le32(sizeof(a) + bytes);
 	}
-	ret = rpage_tcp_send(q, &a, sizeof(a), pages, nr);
+	ret = rpage_tcp_send(q, &a, sizeof(a), pages, nr, NULL);
 	if (ret)
 		rpage_tcp_lost(q, "sending an answer", ret);
 	return 0;
@@ -371,7 +371,7 @@ static int rpage_tcp_issue(struct rpage_tcp_run *tr, unsigned long g)
 	io.io_length = cpu_to_le32(nr << PAGE_SHIFT);
 	trace_rpage_io_post(x->peer->id, q->conn->index, x->write, offset, nr);
 	ret = rpage_tcp_send(q, &io, sizeof(io), x->write ? &x->pages[g] : NULL,
-			     x->write ? nr : 0);
+			     x->write ? nr : 0, x);
 	if (ret == -EINTR) {
 		/*
 		 * Killed before any of it went: the request never was. Under

@@ -38,6 +38,9 @@
 #define RPAGE_TCP_MAX_EMBRYOS	64
 #define RPAGE_TCP_BACKLOG	128
 
+/* How long a sender tries for the send lock before it is a long wait. */
+#define RPAGE_TCP_SEND_SPIN_NS	(1000 * NSEC_PER_USEC)
+
 /* Receive work of every TCP connection. */
 static struct workqueue_struct *rpage_tcp_wq;
 
@@ -102,11 +105,14 @@ static bool rpage_tcp_send_may(struct rpage_tcp_queue *q)
  * @deadline: when the socket must have taken more of it (io_timeout_ms
  *	without progress ends the connection).
  * @sent: bytes of the frame the socket has taken.
+ * @x: the transfer that sends it, told before a wait (rpage_xfer_slow():
+ *	a fault lets go of its process's memory map); NULL if none.
  */
 struct rpage_tcp_sending {
 	struct rpage_tcp_queue *q;
 	unsigned long deadline;
 	size_t sent;
+	struct rpage_xfer *x;
 };
 
 /*
@@ -132,6 +138,8 @@ static int rpage_tcp_sent(struct rpage_tcp_sending *s, int ret)
 	left = s->deadline - jiffies;
 	if (left <= 0)
 		return -ETIMEDOUT;
+	if (s->x)
+		rpage_xfer_slow(s->x);
 	left = wait_event_killable_timeout(s->q->send_wait,
 					   rpage_tcp_send_may(s->q),
 					   min_t(long, left, HZ));
@@ -193,25 +201,43 @@ static int rpage_tcp_send_page(struct rpage_tcp_sending *s, struct page *page,
  * @len: its bytes.
  * @pages: whole pages that follow it, or NULL.
  * @nr: how many.
+ * @x: the transfer the frame is of, or NULL.
  *
  * Waits for the frames before it and for room in the socket, killable
- * (see rpage_tcp_sent()). Returns 0 once the socket has taken all of
+ * (see rpage_tcp_sent()); @x is told before a wait longer than a moment.
+ * Returns 0 once the socket has taken all of
  * it; -EINTR if the caller was killed before any of it went, the
  * connection as it was; or another -errno: the frame may be cut short,
  * so the caller reports the connection lost.
  */
 int rpage_tcp_send(struct rpage_tcp_queue *q, const void *frame, size_t len,
-		   struct page **pages, unsigned int nr)
+		   struct page **pages, unsigned int nr, struct rpage_xfer *x)
 {
 	struct rpage_tcp_sending s = {
 		.q = q,
 		.deadline = jiffies + msecs_to_jiffies(READ_ONCE(rpage_io_timeout_ms)),
+		.x = x,
 	};
+	u64 spin_end = ktime_get_ns() + RPAGE_TCP_SEND_SPIN_NS;
 	unsigned int i;
 	int ret;
 
-	if (mutex_lock_killable(&q->send_mutex))
-		return -EINTR;
+	/*
+	 * The frame before ours is usually a moment from done; but its
+	 * sender may be waiting for room in a stalled socket, and a fault
+	 * must not wait so with its process's memory map held.
+	 */
+	while (!mutex_trylock(&q->send_mutex)) {
+		if (ktime_get_ns() < spin_end) {
+			cond_resched();
+			continue;
+		}
+		if (x)
+			rpage_xfer_slow(x);
+		if (mutex_lock_killable(&q->send_mutex))
+			return -EINTR;
+		break;
+	}
 	if (READ_ONCE(q->dead)) {
 		ret = -ECONNRESET;
 		goto out;
@@ -645,7 +671,7 @@ static int rpage_tcp_chan_connect(struct rpage_peer *peer, unsigned int index,
 		goto err;
 	}
 	rpage_tcp_hello_frame(&f.hello, index, tp->nr);
-	ret = rpage_tcp_send(q, &f.hello, sizeof(f.hello), NULL, 0);
+	ret = rpage_tcp_send(q, &f.hello, sizeof(f.hello), NULL, 0, NULL);
 	if (!ret)
 		ret = rpage_tcp_recv_frame(sock, &f, sizeof(f));
 	if (ret < 0) {
@@ -764,7 +790,7 @@ static int rpage_tcp_conn_send(struct rpage_conn *conn, const void *msg,
 
 	if (len > RPAGE_MSG_MAX)
 		return -EMSGSIZE;
-	ret = rpage_tcp_send(conn->tp, msg, len, NULL, 0);
+	ret = rpage_tcp_send(conn->tp, msg, len, NULL, 0, NULL);
 	if (ret && ret != -EINTR)
 		rpage_tcp_lost(conn->tp, what, ret);
 	return ret;
@@ -914,7 +940,7 @@ static u32 rpage_tcp_accept_hello(struct rpage_peer *peer, struct socket *sock,
 	}
 	rpage_tcp_hello_frame(&reply, index, le16_to_cpu(hello->nr_qps));
 	rpage_tcp_sock_established(sock);
-	if (rpage_tcp_send(q, &reply, sizeof(reply), NULL, 0)) {
+	if (rpage_tcp_send(q, &reply, sizeof(reply), NULL, 0, NULL)) {
 		kvfree(q);
 		kfree(in);
 		return RPAGE_REJECT_UNSPECIFIED;

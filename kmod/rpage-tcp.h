@@ -117,7 +117,7 @@ struct rpage_tcp_queue {
 
 /* rpage-tcp.c */
 int rpage_tcp_send(struct rpage_tcp_queue *q, const void *frame, size_t len,
-		   struct page **pages, unsigned int nr);
+		   struct page **pages, unsigned int nr, struct rpage_xfer *x);
 int rpage_tcp_rx(struct rpage_tcp_queue *q);
 void rpage_tcp_rx_expect_data(struct rpage_tcp_queue *q, u32 len);
 void rpage_tcp_lost(struct rpage_tcp_queue *q, const char *what, int err);

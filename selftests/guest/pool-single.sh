@@ -462,16 +462,22 @@ test_tcp_over_ipv6() {
 # send buffers, lo limited to 20 Mbit/s) gets a signal every 200 us, as
 # a VMM's threads get them: each is handled, the sends go on, and the
 # connection stays up (no reconnect), every page written back.
+# tcp_small_buffers: TCP send buffers of 64 KiB at most, and the peer
+# "tcp" connected again so that its sockets have them (the caller puts
+# net.ipv4.tcp_wmem back).
+tcp_small_buffers() {
+	sysctl -q -w net.ipv4.tcp_wmem="4096 16384 65536" || return
+	"$RPAGECTL" peer del tcp && "$RPAGECTL" peer add tcp addr "$TCP_ADDR" &&
+		wait_until 30 peer_is tcp connected &&
+		wait_until 30 remote_pool_listed tcp 2
+}
+
 test_tcp_signals_during_blocked_sends() {
 	local wmem out rc before
 	modprobe sch_netem || { echo "no sch_netem"; return 4; }
 	wmem=$(sysctl -n net.ipv4.tcp_wmem) || return
 	"$PATTERN" write self 2 0 4M --seed 0 || return
-	sysctl -q -w net.ipv4.tcp_wmem="4096 16384 65536" || return
-	# New connections, with the small buffers.
-	"$RPAGECTL" peer del tcp && "$RPAGECTL" peer add tcp addr "$TCP_ADDR" &&
-		wait_until 30 peer_is tcp connected &&
-		wait_until 30 remote_pool_listed tcp 2 &&
+	tcp_small_buffers &&
 		before=$(peer_field tcp reconnects) &&
 		tc qdisc add dev lo root netem rate 20mbit
 	rc=$?
@@ -488,6 +494,59 @@ test_tcp_signals_during_blocked_sends() {
 		fail "not one evict that took signals" || return
 	expect_eq "$(peer_field tcp reconnects)" "$before" "reconnects of tcp" || return
 	"$PATTERN" read self 2 0 4M --seed 31 || fail "pool 2 after the evict" || return
+	"$PATTERN" write self 2 0 8M --seed 7
+}
+
+# A fault whose request waits behind a write-back stuck in a full socket
+# (small send buffers, lo dropping everything) holds up nothing else of
+# its process, as over RDMA: mmap, munmap, an anonymous fault and
+# /proc/PID/cmdline stay prompt (under 100 ms) and kill -9 ends it
+# within a second. Then the link is back, the write-back goes through.
+# The local RDMA peer's traffic goes over lo too: "self" reconnects.
+test_tcp_fault_behind_a_full_socket() {
+	local fault=$SELFTESTS/rpage_fault wmem spid epid rc=0 erc max line t0 took
+	modprobe sch_netem || { echo "no sch_netem"; return 4; }
+	"$PATTERN" write self 2 0 8M --seed 0 || return
+	wmem=$(sysctl -n net.ipv4.tcp_wmem) || return
+	tcp_small_buffers || { sysctl -q -w net.ipv4.tcp_wmem="$wmem"; return 1; }
+	rm -f /tmp/fs.*
+	"$fault" stall tcp 2 4M --fetched-ready /tmp/fs.fetched --go /tmp/fs.go \
+		--ready /tmp/fs.ready > /tmp/fs.stall 2>&1 &
+	spid=$!
+	"$fault" evict tcp 2 4M 4M --seed 35 --ready /tmp/fs.eready --go /tmp/fs.ego \
+		--timeout-ms 120000 > /tmp/fs.evict 2>&1 &
+	epid=$!
+	wait_until 60 test -e /tmp/fs.fetched && wait_until 60 test -e /tmp/fs.eready || rc=1
+	if [ "$rc" -eq 0 ]; then
+		tc qdisc add dev lo root netem loss 100% || rc=1
+		# The write-back fills the socket, then waits for room.
+		touch /tmp/fs.ego
+		sleep 1
+		touch /tmp/fs.go
+		wait_until 60 test -e /tmp/fs.ready || { echo "FAIL: the stall tool never measured"; rc=1; }
+	fi
+	line=$(grep '^stall ' /tmp/fs.stall)
+	echo "$line"
+	for max in $(echo "$line" | grep -oE '[0-9]+\.[0-9]+'); do
+		awk -v m="$max" 'BEGIN { exit !(m < 100) }' ||
+			{ echo "FAIL: $line: a call took 100 ms or more"; rc=1; }
+	done
+	t0=${EPOCHREALTIME/./}
+	kill -9 "$spid"
+	wait "$spid" 2> /dev/null
+	took=$(ms_since "$t0")
+	echo "kill -9: gone after $took ms"
+	[ "$took" -lt 1000 ] || { echo "FAIL: kill -9 took $took ms"; rc=1; }
+	tc qdisc del dev lo root 2> /dev/null
+	wait "$epid"
+	erc=$?
+	sysctl -q -w net.ipv4.tcp_wmem="$wmem"
+	cat /tmp/fs.stall /tmp/fs.evict
+	[ "$rc" -eq 0 ] || return 1
+	expect_eq "$erc" 0 "the write-back once the link is back" || return
+	wait_until 60 peer_is self connected || fail "self not back" || return
+	wait_until 60 peer_is tcp connected || fail "tcp not back" || return
+	"$PATTERN" read self 2 4M 4M --seed 35 || fail "pool 2 after the evict" || return
 	"$PATTERN" write self 2 0 8M --seed 7
 }
 
@@ -550,6 +609,7 @@ run_test tcp_faults_prefetch_evict_without_an_rdma_device test_tcp_without_an_rd
 run_test tcp_rogue_reader_refused_and_counted test_tcp_rogue_reader
 run_test tcp_over_ipv6 test_tcp_over_ipv6
 run_test tcp_signals_during_blocked_sends test_tcp_signals_during_blocked_sends
+run_test tcp_fault_behind_a_full_socket_holds_up_nothing test_tcp_fault_behind_a_full_socket
 tap_end
 
 RPAGE_TEST_PEER=tcp run_kselftest map-tcp "$SELFTESTS/rpage_map_test"
