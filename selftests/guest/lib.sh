@@ -179,6 +179,33 @@ ms_since() {
 	echo $(( (${EPOCHREALTIME/./} - $1) / 1000 ))
 }
 
+# stall_held_up_nothing OUT PID: `rpage_fault stall` (PID, its output in
+# OUT) measured with its fault waiting: every call it timed took under
+# 100 ms, another process reads its /proc/PID/cmdline in under 100 ms,
+# and kill -9 ends it within a second. Kills it either way; false (said)
+# if any of these failed.
+stall_held_up_nothing() {
+	local out=$1 pid=$2 line max t0 took ret=0
+	line=$(grep '^stall ' "$out")
+	for max in $(echo "$line" | grep -oE '[0-9]+\.[0-9]+'); do
+		awk -v m="$max" 'BEGIN { exit !(m < 100) }' ||
+			{ echo "FAIL: $line: a call took 100 ms or more"; ret=1; }
+	done
+	# A shell builtin: the time is the read's, not a program's start.
+	t0=${EPOCHREALTIME/./}
+	IFS= read -r -d '' line < "/proc/$pid/cmdline"
+	took=$(ms_since "$t0")
+	echo "read of /proc/$pid/cmdline: $took ms ($line)"
+	[ "$took" -lt 100 ] || { echo "FAIL: the read took $took ms"; ret=1; }
+	t0=${EPOCHREALTIME/./}
+	kill -9 "$pid"
+	wait "$pid" 2> /dev/null
+	took=$(ms_since "$t0")
+	echo "kill -9: gone after $took ms"
+	[ "$took" -lt 1000 ] || { echo "FAIL: kill -9 took $took ms"; ret=1; }
+	return "$ret"
+}
+
 # wait_until SECONDS COMMAND...: polls COMMAND until it succeeds, for
 # SECONDS (times RPAGE_SLOW).
 wait_until() {
