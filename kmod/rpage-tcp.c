@@ -38,6 +38,12 @@
 #define RPAGE_TCP_MAX_EMBRYOS	64
 #define RPAGE_TCP_BACKLOG	128
 
+/*
+ * What every send adds: it never waits in the socket (see
+ * rpage_tcp_sent()), and a broken connection never raises SIGPIPE.
+ */
+#define RPAGE_TCP_MSG_FLAGS	(MSG_DONTWAIT | MSG_NOSIGNAL)
+
 /* How long a sender tries for the send lock before it is a long wait. */
 #define RPAGE_TCP_SEND_SPIN_NS	(1000 * NSEC_PER_USEC)
 
@@ -152,9 +158,7 @@ static int rpage_tcp_send_buf(struct rpage_tcp_sending *s, const void *buf,
 {
 	while (len) {
 		struct kvec iov = { .iov_base = (void *)buf, .iov_len = len };
-		struct msghdr msg = {
-			.msg_flags = flags | MSG_DONTWAIT | MSG_NOSIGNAL,
-		};
+		struct msghdr msg = { .msg_flags = flags };
 		int ret = kernel_sendmsg(s->q->sock, &msg, &iov, 1, len);
 
 		if (ret > 0) {
@@ -184,7 +188,7 @@ static int rpage_tcp_send_page(struct rpage_tcp_sending *s, struct page *page,
 	}
 	while (off < PAGE_SIZE) {
 		ret = rpage_sock_send_page(s->q->sock, page, off, PAGE_SIZE - off,
-					   flags | MSG_DONTWAIT | MSG_NOSIGNAL);
+					   flags);
 		if (ret > 0)
 			off += ret;
 		ret = rpage_tcp_sent(s, ret);
@@ -205,10 +209,10 @@ static int rpage_tcp_send_page(struct rpage_tcp_sending *s, struct page *page,
  *
  * Waits for the frames before it and for room in the socket, killable
  * (see rpage_tcp_sent()); @x is told before a wait longer than a moment.
- * Returns 0 once the socket has taken all of
- * it; -EINTR if the caller was killed before any of it went, the
- * connection as it was; or another -errno: the frame may be cut short,
- * so the caller reports the connection lost.
+ * Returns 0 once the socket has taken all of it; -EINTR if the caller
+ * was killed before any of it went, the connection as it was; or another
+ * -errno: the frame may be cut short, so the caller reports the
+ * connection lost.
  */
 int rpage_tcp_send(struct rpage_tcp_queue *q, const void *frame, size_t len,
 		   struct page **pages, unsigned int nr, struct rpage_xfer *x)
@@ -242,9 +246,11 @@ int rpage_tcp_send(struct rpage_tcp_queue *q, const void *frame, size_t len,
 		ret = -ECONNRESET;
 		goto out;
 	}
-	ret = rpage_tcp_send_buf(&s, frame, len, nr ? MSG_MORE : 0);
+	ret = rpage_tcp_send_buf(&s, frame, len,
+				 RPAGE_TCP_MSG_FLAGS | (nr ? MSG_MORE : 0));
 	for (i = 0; !ret && i < nr; i++)
-		ret = rpage_tcp_send_page(&s, pages[i], i + 1 < nr ? MSG_MORE : 0);
+		ret = rpage_tcp_send_page(&s, pages[i], RPAGE_TCP_MSG_FLAGS |
+					  (i + 1 < nr ? MSG_MORE : 0));
 	/* Killed halfway: the rest of the frame is missing from the stream. */
 	if (ret == -EINTR && s.sent)
 		ret = -ECONNABORTED;
@@ -899,7 +905,7 @@ static void rpage_tcp_reject(struct socket *sock, u32 reason)
 	};
 
 	struct kvec iov = { .iov_base = &f, .iov_len = sizeof(f) };
-	struct msghdr msg = { .msg_flags = MSG_DONTWAIT | MSG_NOSIGNAL };
+	struct msghdr msg = { .msg_flags = RPAGE_TCP_MSG_FLAGS };
 
 	/* The initiator learns why if it still listens; nothing waits on it. */
 	kernel_sendmsg(sock, &msg, &iov, 1, sizeof(f));
