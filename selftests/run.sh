@@ -46,20 +46,33 @@ report() {
 	esac
 }
 
-# Counts the TAP streams a guest left, and echoes their failures.
+# How many of a failed test's last diagnostic lines the recap repeats,
+# and how much of each: enough to say why without the whole stream.
+RECAP_DIAG_LINES=6
+RECAP_DIAG_WIDTH=240
+
+# Counts the TAP streams a guest left, and echoes their failures. The
+# recap gets each failed test's last diagnostic lines: the full output
+# may be cut short where it is read.
 collect_tap() {
-	local label=$1 run=$2 f line
+	local label=$1 run=$2 f line diag=()
 	for f in "$run"/out/tap/*.tap; do
 		[ -e "$f" ] || continue
 		while IFS= read -r line; do
 			case "$line" in
+			"#"*)
+				diag+=("#     ${line:0:$RECAP_DIAG_WIDTH}")
+				[ ${#diag[@]} -gt "$RECAP_DIAG_LINES" ] && diag=("${diag[@]:1}") ;;
 			"not ok "*)
 				failed=$((failed + 1)); echo "not ok - [$label] ${line#not ok }"
-				recap+=("not ok - [$label] ${line#not ok }") ;;
+				recap+=("not ok - [$label] ${line#not ok }" "${diag[@]}")
+				diag=() ;;
 			"ok "*"# SKIP"*|"ok "*"# skip"*)
-				skipped=$((skipped + 1)); echo "ok - [$label] ${line#ok } " ;;
+				skipped=$((skipped + 1)); echo "ok - [$label] ${line#ok } "
+				diag=() ;;
 			"ok "*)
-				passed=$((passed + 1)); echo "ok - [$label] ${line#ok }" ;;
+				passed=$((passed + 1)); echo "ok - [$label] ${line#ok }"
+				diag=() ;;
 			esac
 		done < "$f"
 	done
@@ -90,13 +103,20 @@ judge_guest() {
 # on the other (a peer that fell silent or crashed, a barrier it never
 # reached): if either failed, the end of each console not shown yet is.
 judge_pair() {
-	local label=$1 pair=$2 node rc_a rc_b rc
+	local label=$1 pair=$2 node rc_a rc_b rc stall
 	judge_guest "$label host-a" "$pair/a"
 	rc_a=$?
 	judge_guest "$label host-b" "$pair/b"
 	rc_b=$?
 	[ "$rc_a" -eq 0 ] && [ "$rc_b" -eq 0 ] && return 0
 	for node in a b; do
+		# A link whose frames stopped moving fails every test on
+		# both hosts: said once, with when it began.
+		stall=$(grep -m 1 -a "NETDEV WATCHDOG" "$pair/$node/console.log" 2>/dev/null | tr -d '\r')
+		if [ -n "$stall" ]; then
+			echo "# [$label host-$node] its NIC stopped sending: $stall"
+			recap+=("#   [$label host-$node] its NIC stopped sending: $stall")
+		fi
 		[ "$node" = a ] && rc=$rc_a || rc=$rc_b
 		[ "$rc" -eq 2 ] && continue
 		echo "# [$label host-$node] its console, as the pair failed: $pair/$node/console.log"
@@ -196,7 +216,7 @@ done
 
 if [ ${#recap[@]} -gt 0 ]; then
 	echo "# what failed, again (details above):"
-	printf '%s\n' "${recap[@]}" | head -n 60
+	printf '%s\n' "${recap[@]}" | head -n 120
 fi
 echo "# total time $(( $(date +%s) - start ))s"
 echo "$passed passed, $failed failed, $skipped skipped"
