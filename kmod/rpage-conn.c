@@ -100,6 +100,18 @@ bool rpage_conn_use(struct rpage_conn *conn, bool peer_up)
 }
 
 /*
+ * Whether @conn is on its way out: closed, or its peer being deleted.
+ * Its teardown waits for every holder of its users, so a holder waiting
+ * for the device must then flush and wait only the grace period
+ * (rpage_flush_grace()), not its own timeout.
+ */
+bool rpage_conn_going(struct rpage_conn *conn)
+{
+	return READ_ONCE(conn->state) == RPAGE_CONN_CLOSED ||
+	       rpage_peer_state(conn->peer) == RPAGE_PEER_STATE_DELETING;
+}
+
+/*
  * Moves the queue pair to the error state: what is in flight on it
  * completes at once, flushed. The caller keeps the queue pair alive
  * (holds @users, or is its teardown).
@@ -438,24 +450,38 @@ static void rpage_ctl_done(struct ib_cq *cq, struct ib_wc *wc)
 	complete(&wait->done);
 }
 
+/* How often a sleeping control request looks whether its queue pair closed. */
+#define RPAGE_CTL_CLOSED_CHECK_MS	100
+
 /*
- * Waits up to @timeout_ms for @wait: on a directly polled queue by
+ * Waits up to @timeout jiffies for @wait: on a directly polled queue by
  * polling it (whatever else completes there is handed to its owner), on
- * the others by sleeping. True if it completed.
+ * the others by sleeping. With @until_closed, gives up as well once the
+ * connection is going (rpage_conn_going()): its teardown waits for this
+ * caller, who must then flush its request rather than wait out
+ * @timeout. True if it completed.
  */
 static bool rpage_ctl_wait_for(struct rpage_conn *conn,
 			       struct rpage_ctl_wait *wait,
-			       unsigned int timeout_ms)
+			       unsigned long timeout, bool until_closed)
 {
-	unsigned long deadline = jiffies + msecs_to_jiffies(timeout_ms);
+	unsigned long deadline = jiffies + timeout, slice;
 
-	if (conn->inbound)
-		return rpage_wait_done(&wait->done, msecs_to_jiffies(timeout_ms));
 	while (!completion_done(&wait->done)) {
-		if (ib_process_cq_direct(conn->cq, RPAGE_CONN_POLL_BATCH) > 0)
-			continue;
+		if (until_closed && rpage_conn_going(conn))
+			return false;
 		if (time_after(jiffies, deadline))
 			return false;
+		if (conn->inbound) {
+			slice = min(deadline - jiffies + 1,
+				    msecs_to_jiffies(RPAGE_CTL_CLOSED_CHECK_MS));
+			/* Consumes the completion: completion_done() is false after. */
+			if (wait_for_completion_timeout(&wait->done, slice))
+				return true;
+			continue;
+		}
+		if (ib_process_cq_direct(conn->cq, RPAGE_CONN_POLL_BATCH) > 0)
+			continue;
 		usleep_range(50, 200);
 	}
 	return true;
@@ -503,18 +529,22 @@ static int rpage_ctl_post(struct rpage_conn *conn, struct rpage_ctl_wait *wait,
 		rpage_peer_conn_lost(conn, "%s: posting failed: %d", what, ret);
 		return ret;
 	}
-	if (!rpage_ctl_wait_for(conn, wait, timeout_ms)) {
-		rpage_peer_conn_lost(conn, "%s: no completion for %u ms", what,
-				     timeout_ms);
+	if (!rpage_ctl_wait_for(conn, wait, msecs_to_jiffies(timeout_ms), true)) {
+		/* Timed out, unless the connection is going anyway. */
+		ret = rpage_conn_going(conn) ? -ECONNRESET : -ETIMEDOUT;
+		if (ret == -ETIMEDOUT)
+			rpage_peer_conn_lost(conn, "%s: no completion for %u ms",
+					     what, timeout_ms);
 		rpage_conn_to_error(conn);
-		if (!rpage_ctl_wait_for(conn, wait, max(timeout_ms, 1000U))) {
+		if (!rpage_ctl_wait_for(conn, wait, rpage_flush_grace(timeout_ms),
+					false)) {
 			pr_err("peer %s: a control request never completed\n",
 			       conn->peer->name);
 			/* On purpose: the device may still use it. */
 			kmemleak_not_leak(wait);
 			return -EDEADLK;
 		}
-		return -ETIMEDOUT;
+		return ret;
 	}
 	if (wait->status == IB_WC_SUCCESS)
 		return 0;

@@ -713,6 +713,21 @@ u16 rpage_sockaddr_port(const struct sockaddr *sa);
 bool rpage_name_valid(const char *name);
 unsigned long rpage_wait_done(struct completion *done, unsigned long timeout);
 
+/*
+ * How long work requests of a queue pair moved to the error state may
+ * take to come back before their memory is left to the device for good:
+ * the @timeout_ms the caller waited for them, at least a second, but
+ * never more than RPAGE_FLUSH_GRACE_MAX_MS. A teardown waits for every
+ * holder of the queue pair (an uninterruptible down_write), so this
+ * bounds how long it sleeps, under the hung task reports' 120 s,
+ * whatever io_timeout_ms is.
+ */
+#define RPAGE_FLUSH_GRACE_MAX_MS	30000U
+static inline unsigned long rpage_flush_grace(unsigned int timeout_ms)
+{
+	return msecs_to_jiffies(clamp(timeout_ms, 1000U, RPAGE_FLUSH_GRACE_MAX_MS));
+}
+
 /* rpage-ibdev.c */
 int rpage_ibdev_init(void);
 void rpage_ibdev_exit(void);
@@ -733,6 +748,7 @@ bool __rpage_conn_set_state(struct rpage_conn *conn, enum rpage_conn_state new);
 bool rpage_conn_set_state(struct rpage_conn *conn, enum rpage_conn_state new);
 void rpage_conn_to_error(struct rpage_conn *conn);
 bool rpage_conn_use(struct rpage_conn *conn, bool peer_up);
+bool rpage_conn_going(struct rpage_conn *conn);
 int rpage_conn_post_wait(struct rpage_conn *conn, struct ib_send_wr *wr,
 			 unsigned int timeout_ms, const char *what);
 int rpage_conn_send(struct rpage_conn *conn, const void *msg, u32 len,

@@ -419,11 +419,18 @@ static int rpage_rdma_poll(struct rpage_rdma_run *rr)
 			stopping = true;
 			rpage_peer_conn_lost(conn, "no completion for %u ms on queue pair %u",
 					     io_timeout_ms, conn->index);
+		} else if (rpage_conn_going(conn)) {
+			/*
+			 * Lost by another's failure, or its peer deleted: its
+			 * teardown waits for this holder, so the flush's grace
+			 * starts now, not once io_timeout_ms has passed.
+			 */
+			stopping = true;
 		} else {
 			continue;
 		}
 		rpage_conn_to_error(conn);
-		flush_deadline = jiffies + msecs_to_jiffies(max(io_timeout_ms, 1000U));
+		flush_deadline = jiffies + rpage_flush_grace(io_timeout_ms);
 	}
 	if (killed)
 		return -EINTR;

@@ -24,6 +24,10 @@ KEPT_FAULT=$SELFTESTS/rpage_fault
 # patience: destroying a queue pair waits 50 s for rxe's work to let go
 # of it, then warns (rxe_pool.c). So at most 15 s on the debug tier.
 KEPT_IO_TIMEOUT_MS=$((3000 * (RPAGE_SLOW < 5 ? RPAGE_SLOW : 5)))
+# The flush's grace period at its longest (RPAGE_FLUSH_GRACE_MAX_MS), s.
+KEPT_GRACE_MAX=30
+# An io_timeout_ms past the hung task reports' 120 s.
+KEPT_LONG_IO_MS=150000
 KEPT_FAIR=/sys/kernel/debug/sched/fair_server/cpu1/runtime
 KEPT_WQ_MASK=/sys/devices/virtual/workqueue/cpumask
 KEPT_HOG=""
@@ -100,22 +104,28 @@ test_kept_setup() {
 
 # Reader A's READ is kept by the device; reader B, on the same queue
 # pair a while later, is still polling it when the device lets go, and
-# reaps A's late completion as well as its own. Both fail with the
-# timeout; A's failed page is counted (only its late completion does
-# that); afterwards the peer is back and every byte reads right.
+# reaps A's late completion as well as its own. Both fail; A's failed
+# page is counted (only its late completion does that); afterwards the
+# peer is back and every byte reads right. B flushes and starts its
+# grace period as soon as A's timeout closes the queue pair: B, started
+# with an io_timeout_ms three times A's, has the longer grace, and is
+# still polling when A has given up.
 test_kept_read_late_completion() {
 	local io=$KEPT_IO_TIMEOUT_MS errors leaks a b rc_a rc_b
+	local param=/sys/module/rpage/parameters/io_timeout_ms
 	errors=$(kept_errors) || return
 	leaks=$(kept_leaks_logged)
 	rxe_stall || return
 	"$RPAGECTL" read self 1 0 4K file /tmp/kept-a > /tmp/kept-a.out 2>&1 &
 	a=$!
-	# B posts before A times out, and gives up io / 2 after A does.
+	# B posts before A times out.
 	sleep "$(ms_arg $((io / 2)))"
+	echo $((io * 3 < KEPT_GRACE_MAX * 1000 ? io * 3 : KEPT_GRACE_MAX * 1000)) > "$param" || return
 	"$RPAGECTL" read self 1 64K 4K file /tmp/kept-b > /tmp/kept-b.out 2>&1 &
 	b=$!
 	wait "$a"
 	rc_a=$?
+	echo "$io" > "$param"
 	# A gave up on what the device kept: now the device lets go.
 	rxe_unstall
 	wait "$b"
@@ -161,10 +171,43 @@ test_kept_evict_all_or_nothing() {
 	rm -f /tmp/kept-ready /tmp/kept-go /tmp/kept-evict.out
 }
 
-# What the device kept stays its; the rest goes.
-test_kept_teardown() {
-	"$RPAGECTL" peer del self || return
+# A teardown that meets a transfer whose READ the device keeps waits for
+# it (an uninterruptible down_write) no longer than the flush's grace
+# period from then on, however long io_timeout_ms is: the holder sees the
+# connection closed and flushes at once. Before, it waited out its
+# io_timeout_ms first (150 s here: a hung task report at 120 s, and a
+# `peer del` stuck as long), then a grace as long again. Then what the
+# device kept stays its, and the module goes.
+test_kept_teardown_waits_only_the_grace() {
+	local param=/sys/module/rpage/parameters/io_timeout_ms
+	local leaks c d t0 took rc_c rc_d
+	leaks=$(kept_leaks_logged)
+	echo "$KEPT_LONG_IO_MS" > "$param" || return
+	rxe_stall || return
+	"$RPAGECTL" read self 1 0 4K file /tmp/kept-c > /tmp/kept-c.out 2>&1 &
+	c=$!
+	# Its READ posted and kept, the teardown comes.
+	sleep 1
+	t0=$(date +%s%N)
+	"$RPAGECTL" peer del self > /tmp/kept-del.out 2>&1 &
+	d=$!
+	wait_until $((KEPT_GRACE_MAX * 2)) kept_leaks_logged_past "$leaks"
+	took=$(( ($(date +%s%N) - t0) / 1000000 ))
+	rxe_unstall
+	wait "$c"
+	rc_c=$?
+	wait "$d"
+	rc_d=$?
+	echo "$KEPT_IO_TIMEOUT_MS" > "$param"
+	cat /tmp/kept-c.out /tmp/kept-del.out
+	echo "the holder gave the kept READ up ${took} ms into the teardown (io_timeout_ms $KEPT_LONG_IO_MS)"
+	expect_eq "$(kept_leaks_logged)" "$((leaks + 1))" "transfers whose requests the device kept" || return
+	[ "$took" -le $(( (KEPT_GRACE_MAX + 15 * RPAGE_SLOW) * 1000 )) ] ||
+		fail "the teardown waited ${took} ms for the holder, past the ${KEPT_GRACE_MAX} s grace" || return
+	[ "$rc_c" -ne 0 ] || fail "the read succeeded with its READ never carried out" || return
+	[ "$rc_d" -eq 0 ] || fail "peer del" || return
 	rpage_unload || fail "rmmod rpage with work requests kept by the device"
+	rm -f /tmp/kept-c /tmp/kept-c.out /tmp/kept-del.out
 }
 
 tap_begin kept
@@ -172,7 +215,7 @@ run_test kept_setup test_kept_setup
 if grep -q "^ok 1 kept_setup$" "$TAP_DIR/kept.tap"; then
 	run_test kept_read_reaped_late_by_another_reader test_kept_read_late_completion
 	run_test kept_evict_drops_nothing test_kept_evict_all_or_nothing
-	run_test kept_teardown test_kept_teardown
+	run_test kept_teardown_waits_only_the_grace test_kept_teardown_waits_only_the_grace
 fi
 tap_end
 [ -n "$KEPT_HOG" ] && rxe_unstall
