@@ -540,6 +540,59 @@ test_tcp_fault_behind_a_full_socket() {
 	"$PATTERN" write self 2 0 8M --seed 7
 }
 
+# A task killed with part of its frame in the socket leaves the rest of
+# that frame missing from the stream: the connection must end
+# (-ECONNABORTED, logged as "sending a request (-103)") rather than go on
+# with the exporter taking the next frame's bytes for this one's pages.
+# Small send buffers and lo at 20 Mbit/s keep the write-back's frames
+# half in the socket; the evict is killed 300 ms into it (up to 5 tries
+# until a kill lands halfway). Then the peer is back, the pool's other
+# half is intact, and what goes over the new connection is every byte
+# right.
+test_tcp_killed_halfway_through_a_frame() {
+	local fault=$SELFTESTS/rpage_fault wmem pid mark before try hit=0 rc=0
+	modprobe sch_netem || { echo "no sch_netem"; return 4; }
+	"$PATTERN" write self 2 0 8M --seed 0 || return
+	wmem=$(sysctl -n net.ipv4.tcp_wmem) || return
+	tcp_small_buffers || { sysctl -q -w net.ipv4.tcp_wmem="$wmem"; return 1; }
+	before=$(peer_field tcp reconnects)
+	mark=$(( $(dmesg | wc -l) + 1 ))
+	for try in 1 2 3 4 5; do
+		wait_until 60 peer_is tcp connected || { rc=1; break; }
+		rm -f /tmp/kh.ready /tmp/kh.go
+		"$fault" evict tcp 2 0 4M --seed 41 --ready /tmp/kh.ready \
+			--go /tmp/kh.go > /tmp/kh.out 2>&1 &
+		pid=$!
+		if ! wait_until 60 test -e /tmp/kh.ready ||
+		   ! tc qdisc add dev lo root netem rate 20mbit; then
+			kill -9 "$pid"
+			wait "$pid"
+			rc=1
+			break
+		fi
+		touch /tmp/kh.go
+		sleep 0.3
+		kill -9 "$pid"
+		wait "$pid" 2> /dev/null
+		tc qdisc del dev lo root
+		if dmesg | tail -n "+$mark" | grep -q "TCP connection [0-9]*: sending a request (-103)"; then
+			hit=1
+			break
+		fi
+	done
+	sysctl -q -w net.ipv4.tcp_wmem="$wmem"
+	echo "killed halfway through a frame on try $try"
+	dmesg | tail -n "+$mark" | grep "peer tcp:" | head -n 5
+	[ "$rc" -eq 0 ] || fail "the evict to kill did not start" || return
+	[ "$hit" -eq 1 ] || fail "no kill landed halfway through a frame in 5 tries" || return
+	wait_until 60 peer_is tcp connected || fail "tcp not back" || return
+	[ "$(peer_field tcp reconnects)" -gt "$before" ] || fail "tcp never reconnected" || return
+	"$PATTERN" read tcp 2 4M 4M --seed 0 || fail "the half of pool 2 no frame went to" || return
+	"$PATTERN" write tcp 2 0 8M --seed 43 || fail "writing pool 2 over the new connection" || return
+	"$PATTERN" read self 2 0 8M --seed 43 || fail "pool 2 as written over the new connection" || return
+	"$PATTERN" write self 2 0 8M --seed 7
+}
+
 test_tcp_peer_del() {
 	"$RPAGECTL" peer del tcp || fail "peer del tcp" || return
 	"$RPAGECTL" -j peer show | jq -e 'all(.[]; .name != "tcp")' > /dev/null ||
@@ -600,6 +653,7 @@ run_test tcp_rogue_reader_refused_and_counted test_tcp_rogue_reader
 run_test tcp_over_ipv6 test_tcp_over_ipv6
 run_test tcp_signals_during_blocked_sends test_tcp_signals_during_blocked_sends
 run_test tcp_fault_behind_a_full_socket_holds_up_nothing test_tcp_fault_behind_a_full_socket
+run_test tcp_killed_halfway_through_a_frame test_tcp_killed_halfway_through_a_frame
 tap_end
 
 RPAGE_TEST_PEER=tcp run_kselftest map-tcp "$SELFTESTS/rpage_map_test"
