@@ -99,6 +99,20 @@ judge_guest() {
 	[ "$failed" -eq "$failed_before" ] || return 1
 }
 
+# link_counters RUNDIR NODE: a guest's NIC counters at its end, on one
+# line ("ip -s link": RX and TX bytes, packets, errors, drops; and the
+# interrupts of its receive and send queues).
+link_counters() {
+	printf 'host %s eth0 ' "$2"
+	sed -n '3,6p' "$1/out/link.txt" 2>/dev/null | tr -s ' \n' ' '
+	awk '/-(input|output)\.[0-9]+$/ {
+		n = 0
+		for (i = 2; $i ~ /^[0-9]+$/; i++)
+			n += $i
+		printf "%s irqs %d ", $NF, n
+	}' "$1/out/link.txt" 2>/dev/null
+}
+
 # Judges host A and host B of a pair. One guest's failure often starts
 # on the other (a peer that fell silent or crashed, a barrier it never
 # reached): if either failed, the end of each console not shown yet is.
@@ -111,11 +125,13 @@ judge_pair() {
 	[ "$rc_a" -eq 0 ] && [ "$rc_b" -eq 0 ] && return 0
 	for node in a b; do
 		# A link whose frames stopped moving fails every test on
-		# both hosts: said once, with when it began.
+		# both hosts: said once, with when it began, and each
+		# host's NIC counters at its end.
 		stall=$(grep -m 1 -a "NETDEV WATCHDOG" "$pair/$node/console.log" 2>/dev/null | tr -d '\r')
 		if [ -n "$stall" ]; then
 			echo "# [$label host-$node] its NIC stopped sending: $stall"
 			recap+=("#   [$label host-$node] its NIC stopped sending: $stall")
+			recap+=("#     $(link_counters "$pair/a" a)" "#     $(link_counters "$pair/b" b)")
 		fi
 		[ "$node" = a ] && rc=$rc_a || rc=$rc_b
 		[ "$rc" -eq 2 ] && continue

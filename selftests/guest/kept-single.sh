@@ -20,9 +20,10 @@
 KEPT_SELF=$RPAGE_IP
 KEPT_FAULT=$SELFTESTS/rpage_fault
 # A stall must outlast io_timeout_ms and then the flush's grace period,
-# which is io_timeout_ms again (at least a second); but not rxe's own
-# patience: destroying a queue pair waits 50 s for rxe's work to let go
-# of it, then warns (rxe_pool.c). So at most 15 s on the debug tier.
+# which is io_timeout_ms again (at least 1 s, at most 30 s); but not
+# rxe's own patience: destroying a queue pair waits 50 s for rxe's work
+# to let go of it, then warns (rxe_pool.c). So at most 15 s on the debug
+# tier.
 KEPT_IO_TIMEOUT_MS=$((3000 * (RPAGE_SLOW < 5 ? RPAGE_SLOW : 5)))
 # The flush's grace period at its longest (RPAGE_FLUSH_GRACE_MAX_MS), s.
 KEPT_GRACE_MAX=30
