@@ -198,6 +198,30 @@ static int rpage_tcp_send_page(struct rpage_tcp_sending *s, struct page *page,
 	return 0;
 }
 
+/*
+ * Takes @q's send_mutex: 0, or -EINTR if killed waiting. The frame
+ * before ours is usually a moment from done; but its sender may be
+ * waiting for room in a stalled socket, and a fault must not wait so
+ * with its process's memory map held: after RPAGE_TCP_SEND_SPIN_NS of
+ * trying, @x (if any) is told before the sleep.
+ */
+static int rpage_tcp_send_lock(struct rpage_tcp_queue *q, struct rpage_xfer *x)
+{
+	u64 spin_end;
+
+	if (mutex_trylock(&q->send_mutex))
+		return 0;
+	spin_end = ktime_get_ns() + RPAGE_TCP_SEND_SPIN_NS;
+	while (ktime_get_ns() < spin_end) {
+		cond_resched();
+		if (mutex_trylock(&q->send_mutex))
+			return 0;
+	}
+	if (x)
+		rpage_xfer_slow(x);
+	return mutex_lock_killable(&q->send_mutex) ? -EINTR : 0;
+}
+
 /**
  * rpage_tcp_send - sends one frame on a connection
  * @q: the connection.
@@ -222,26 +246,11 @@ int rpage_tcp_send(struct rpage_tcp_queue *q, const void *frame, size_t len,
 		.deadline = jiffies + msecs_to_jiffies(READ_ONCE(rpage_io_timeout_ms)),
 		.x = x,
 	};
-	u64 spin_end = ktime_get_ns() + RPAGE_TCP_SEND_SPIN_NS;
 	unsigned int i;
 	int ret;
 
-	/*
-	 * The frame before ours is usually a moment from done; but its
-	 * sender may be waiting for room in a stalled socket, and a fault
-	 * must not wait so with its process's memory map held.
-	 */
-	while (!mutex_trylock(&q->send_mutex)) {
-		if (ktime_get_ns() < spin_end) {
-			cond_resched();
-			continue;
-		}
-		if (x)
-			rpage_xfer_slow(x);
-		if (mutex_lock_killable(&q->send_mutex))
-			return -EINTR;
-		break;
-	}
+	if (rpage_tcp_send_lock(q, x))
+		return -EINTR;
 	if (READ_ONCE(q->dead)) {
 		ret = -ECONNRESET;
 		goto out;
