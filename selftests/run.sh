@@ -117,7 +117,7 @@ link_counters() {
 # on the other (a peer that fell silent or crashed, a barrier it never
 # reached): if either failed, the end of each console not shown yet is.
 judge_pair() {
-	local label=$1 pair=$2 node rc_a rc_b rc stall
+	local label=$1 pair=$2 node rc_a rc_b rc stall stalled=0
 	judge_guest "$label host-a" "$pair/a"
 	rc_a=$?
 	judge_guest "$label host-b" "$pair/b"
@@ -125,19 +125,21 @@ judge_pair() {
 	[ "$rc_a" -eq 0 ] && [ "$rc_b" -eq 0 ] && return 0
 	for node in a b; do
 		# A link whose frames stopped moving fails every test on
-		# both hosts: said once, with when it began, and each
-		# host's NIC counters at its end.
+		# both hosts: said once, with when it began.
 		stall=$(grep -m 1 -a "NETDEV WATCHDOG" "$pair/$node/console.log" 2>/dev/null | tr -d '\r')
 		if [ -n "$stall" ]; then
 			echo "# [$label host-$node] its NIC stopped sending: $stall"
 			recap+=("#   [$label host-$node] its NIC stopped sending: $stall")
-			recap+=("#     $(link_counters "$pair/a" a)" "#     $(link_counters "$pair/b" b)")
+			stalled=1
 		fi
 		[ "$node" = a ] && rc=$rc_a || rc=$rc_b
 		[ "$rc" -eq 2 ] && continue
 		echo "# [$label host-$node] its console, as the pair failed: $pair/$node/console.log"
 		vm_console_tail "$pair/$node" "#     console: "
 	done
+	# And each host's NIC counters at its end, once.
+	[ "$stalled" -eq 1 ] &&
+		recap+=("#     $(link_counters "$pair/a" a)" "#     $(link_counters "$pair/b" b)")
 	return 1
 }
 

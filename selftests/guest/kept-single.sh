@@ -29,6 +29,7 @@ KEPT_IO_TIMEOUT_MS=$((3000 * (RPAGE_SLOW < 5 ? RPAGE_SLOW : 5)))
 KEPT_GRACE_MAX=30
 # An io_timeout_ms past the hung task reports' 120 s.
 KEPT_LONG_IO_MS=150000
+KEPT_IO_PARAM=/sys/module/rpage/parameters/io_timeout_ms
 KEPT_FAIR=/sys/kernel/debug/sched/fair_server/cpu1/runtime
 KEPT_WQ_MASK=/sys/devices/virtual/workqueue/cpumask
 KEPT_HOG=""
@@ -113,7 +114,6 @@ test_kept_setup() {
 # still polling when A has given up.
 test_kept_read_late_completion() {
 	local io=$KEPT_IO_TIMEOUT_MS errors leaks a b rc_a rc_b
-	local param=/sys/module/rpage/parameters/io_timeout_ms
 	errors=$(kept_errors) || return
 	leaks=$(kept_leaks_logged)
 	rxe_stall || return
@@ -121,12 +121,12 @@ test_kept_read_late_completion() {
 	a=$!
 	# B posts before A times out.
 	sleep "$(ms_arg $((io / 2)))"
-	echo $((io * 3 < KEPT_GRACE_MAX * 1000 ? io * 3 : KEPT_GRACE_MAX * 1000)) > "$param" || return
+	echo $((io * 3 < KEPT_GRACE_MAX * 1000 ? io * 3 : KEPT_GRACE_MAX * 1000)) > "$KEPT_IO_PARAM" || return
 	"$RPAGECTL" read self 1 64K 4K file /tmp/kept-b > /tmp/kept-b.out 2>&1 &
 	b=$!
 	wait "$a"
 	rc_a=$?
-	echo "$io" > "$param"
+	echo "$io" > "$KEPT_IO_PARAM"
 	# A gave up on what the device kept: now the device lets go.
 	rxe_unstall
 	wait "$b"
@@ -180,10 +180,9 @@ test_kept_evict_all_or_nothing() {
 # `peer del` stuck as long), then a grace as long again. Then what the
 # device kept stays its, and the module goes.
 test_kept_teardown_waits_only_the_grace() {
-	local param=/sys/module/rpage/parameters/io_timeout_ms
 	local leaks c d t0 took rc_c rc_d
 	leaks=$(kept_leaks_logged)
-	echo "$KEPT_LONG_IO_MS" > "$param" || return
+	echo "$KEPT_LONG_IO_MS" > "$KEPT_IO_PARAM" || return
 	rxe_stall || return
 	"$RPAGECTL" read self 1 0 4K file /tmp/kept-c > /tmp/kept-c.out 2>&1 &
 	c=$!
@@ -199,7 +198,7 @@ test_kept_teardown_waits_only_the_grace() {
 	rc_c=$?
 	wait "$d"
 	rc_d=$?
-	echo "$KEPT_IO_TIMEOUT_MS" > "$param"
+	echo "$KEPT_IO_TIMEOUT_MS" > "$KEPT_IO_PARAM"
 	cat /tmp/kept-c.out /tmp/kept-del.out
 	echo "the holder gave the kept READ up ${took} ms into the teardown (io_timeout_ms $KEPT_LONG_IO_MS)"
 	expect_eq "$(kept_leaks_logged)" "$((leaks + 1))" "transfers whose requests the device kept" || return

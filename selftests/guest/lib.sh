@@ -179,6 +179,12 @@ ms_since() {
 	echo $(( (${EPOCHREALTIME/./} - $1) / 1000 ))
 }
 
+# dmesg_since LINE: the kernel log lines from line LINE on (a mark taken
+# as $(( $(dmesg | wc -l) + 1 ))).
+dmesg_since() {
+	dmesg | tail -n "+$1"
+}
+
 # stall_held_up_nothing OUT PID: `rpage_fault stall` (PID, its output in
 # OUT) measured with its fault waiting: every call it timed took under
 # 100 ms, another process reads its /proc/PID/cmdline in under 100 ms,

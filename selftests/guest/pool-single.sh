@@ -458,10 +458,6 @@ test_tcp_over_ipv6() {
 	"$RPAGECTL" endpoint del ::1 || fail "endpoint del ::1"
 }
 
-# A thread whose write-back waits for room on a slow TCP link (small
-# send buffers, lo limited to 20 Mbit/s) gets a signal every 200 us, as
-# a VMM's threads get them: each is handled, the sends go on, and the
-# connection stays up (no reconnect), every page written back.
 # tcp_small_buffers: TCP send buffers of 64 KiB at most, and the peer
 # "tcp" connected again so that its sockets have them (the caller puts
 # net.ipv4.tcp_wmem back).
@@ -472,6 +468,10 @@ tcp_small_buffers() {
 		wait_until 30 remote_pool_listed tcp 2
 }
 
+# A thread whose write-back waits for room on a slow TCP link (small
+# send buffers, lo limited to 20 Mbit/s) gets a signal every 200 us, as
+# a VMM's threads get them: each is handled, the sends go on, and the
+# connection stays up (no reconnect), every page written back.
 test_tcp_signals_during_blocked_sends() {
 	local wmem out rc before
 	modprobe sch_netem || { echo "no sch_netem"; return 4; }
@@ -575,14 +575,14 @@ test_tcp_killed_halfway_through_a_frame() {
 		kill -9 "$pid"
 		wait "$pid" 2> /dev/null
 		tc qdisc del dev lo root
-		if dmesg | tail -n "+$mark" | grep -q "TCP connection [0-9]*: sending a request (-103)"; then
+		if dmesg_since "$mark" | grep -q "TCP connection [0-9]*: sending a request (-103)"; then
 			hit=1
 			break
 		fi
 	done
 	sysctl -q -w net.ipv4.tcp_wmem="$wmem"
 	echo "killed halfway through a frame on try $try"
-	dmesg | tail -n "+$mark" | grep "peer tcp:" | head -n 5
+	dmesg_since "$mark" | grep "peer tcp:" | head -n 5
 	[ "$rc" -eq 0 ] || fail "the evict to kill did not start" || return
 	[ "$hit" -eq 1 ] || fail "no kill landed halfway through a frame in 5 tries" || return
 	wait_until 60 peer_is tcp connected || fail "tcp not back" || return

@@ -34,11 +34,6 @@ test_pressure_pool_a() {
 	"$RPAGECTL" pool destroy 7
 }
 
-# The kernel log lines from line $1 on.
-dmesg_since() {
-	dmesg | tail -n "+$1"
-}
-
 # mem_available_kib: MemAvailable of /proc/meminfo.
 mem_available_kib() {
 	awk '/^MemAvailable:/ { print $2 }' /proc/meminfo

@@ -196,7 +196,7 @@ test_rogue_deaf_reader_holds_up_nobody() {
 	echo "pool destroy: $(ms_since "$t0") ms"
 	# All of it while the host still waited on the deaf reader: neither
 	# the host nor the rogue has seen its connection end.
-	if rogue_said "^deaf" || dmesg | tail -n "+$mark" | grep -q "peer rogue: released"; then
+	if rogue_said "^deaf" || dmesg_since "$mark" | grep -q "peer rogue: released"; then
 		echo "FAIL: held up until the host gave up on the deaf reader"
 		ret=1
 	fi
@@ -207,9 +207,9 @@ test_rogue_deaf_reader_holds_up_nobody() {
 	line=$(grep "^deaf" "$ROGUE_OUT" | tail -n 1)
 	closed=${line##* }
 	echo "$line"
-	dmesg | tail -n "+$mark" | grep "rpage"
+	dmesg_since "$mark" | grep "rpage"
 	[ "${closed:--1}" -ge 0 ] || { echo "FAIL: the host never gave up on the deaf reader"; ret=1; }
-	if dmesg | tail -n "+$mark" | grep "blocked for more than"; then
+	if dmesg_since "$mark" | grep "blocked for more than"; then
 		echo "FAIL: a task waiting on the deaf reader was taken for hung"
 		ret=1
 	fi
