@@ -34,8 +34,15 @@
 #include <net/sock.h>
 #include <net/tcp.h>
 
-/* Connections accepted whose hello has not been read yet, per endpoint. */
+/*
+ * Connections accepted whose hello has not been read yet: per endpoint,
+ * and per configured peer (a connection from any other address is
+ * closed as soon as it is accepted, so only peers can hold these).
+ * A peer opens its connections one after another: more than a few at a
+ * time is a peer misbehaving, which must not crowd out the others.
+ */
 #define RPAGE_TCP_MAX_EMBRYOS	64
+#define RPAGE_TCP_PEER_EMBRYOS	4
 #define RPAGE_TCP_BACKLOG	128
 
 /*
@@ -586,28 +593,56 @@ static void rpage_tcp_sock_established(struct socket *sock)
 		tcp_sock_set_user_timeout(sock->sk, hb * RPAGE_HEARTBEAT_MISSES);
 }
 
-/* Reads one whole frame of @len bytes at most, waiting (a hello). */
-static int rpage_tcp_recv_frame(struct socket *sock, void *buf, size_t len)
+/*
+ * Receives exactly @len bytes into @buf, waiting until @deadline (in
+ * jiffies) at most, however the bytes trickle in: the socket's receive
+ * timeout is set to what is left before each wait.
+ */
+static int rpage_tcp_recv_until(struct socket *sock, void *buf, size_t len,
+				unsigned long deadline)
+{
+	while (len) {
+		struct kvec iov = { .iov_base = buf, .iov_len = len };
+		struct msghdr msg = {};
+		long left = deadline - jiffies;
+		int ret;
+
+		if (left <= 0)
+			return -ETIMEDOUT;
+		lock_sock(sock->sk);
+		sock->sk->sk_rcvtimeo = left;
+		release_sock(sock->sk);
+		ret = kernel_recvmsg(sock, &msg, &iov, 1, len, MSG_WAITALL);
+		if (ret == 0)
+			return -ECONNRESET;
+		if (ret < 0)
+			return ret == -EAGAIN ? -ETIMEDOUT : ret;
+		buf += ret;
+		len -= ret;
+	}
+	return 0;
+}
+
+/*
+ * Reads one whole frame of @len bytes at most (a hello), by @deadline:
+ * its length, or -errno.
+ */
+static int rpage_tcp_recv_frame(struct socket *sock, void *buf, size_t len,
+				unsigned long deadline)
 {
 	struct rpage_msg_hdr *hdr = buf;
-	struct kvec iov = { .iov_base = buf, .iov_len = sizeof(*hdr) };
-	struct msghdr msg = {};
 	u32 flen;
 	int ret;
 
-	ret = kernel_recvmsg(sock, &msg, &iov, 1, sizeof(*hdr), MSG_WAITALL);
-	if (ret != sizeof(*hdr))
-		return ret < 0 ? ret : -ECONNRESET;
+	ret = rpage_tcp_recv_until(sock, hdr, sizeof(*hdr), deadline);
+	if (ret)
+		return ret;
 	flen = le32_to_cpu(hdr->length);
 	if (flen < sizeof(*hdr) || flen > len)
 		return -EPROTO;
-	iov.iov_base = buf + sizeof(*hdr);
-	iov.iov_len = flen - sizeof(*hdr);
-	memset(&msg, 0, sizeof(msg));
-	ret = kernel_recvmsg(sock, &msg, &iov, 1, iov.iov_len, MSG_WAITALL);
-	if (ret != iov.iov_len)
-		return ret < 0 ? ret : -ECONNRESET;
-	return flen;
+	ret = rpage_tcp_recv_until(sock, buf + sizeof(*hdr), flen - sizeof(*hdr),
+				   deadline);
+	return ret ?: flen;
 }
 
 static void rpage_tcp_hello_frame(struct rpage_msg_tcp_hello *f, u16 index,
@@ -688,7 +723,8 @@ static int rpage_tcp_chan_connect(struct rpage_peer *peer, unsigned int index,
 	rpage_tcp_hello_frame(&f.hello, index, tp->nr);
 	ret = rpage_tcp_send(q, &f.hello, sizeof(f.hello), NULL, 0, NULL);
 	if (!ret)
-		ret = rpage_tcp_recv_frame(sock, &f, sizeof(f));
+		ret = rpage_tcp_recv_frame(sock, &f, sizeof(f), jiffies +
+					   msecs_to_jiffies(rpage_connect_timeout_ms));
 	if (ret < 0) {
 		snprintf(cause, len, "TCP connection %u: hello: error %d",
 			 index, ret);
@@ -892,13 +928,17 @@ struct rpage_tcp_listener {
  * @entry: link in the listener's @embryos.
  * @tl: the listener; it waits for every embryo before it goes.
  * @sock: the socket; the connection's, if accepted.
+ * @peer: the configured peer its address belongs to, held.
+ * @from: that address.
  * @work: reads the hello and accepts or refuses (blocking, bounded by
- *	connect_timeout_ms).
+ *	connect_timeout_ms for the whole hello).
  */
 struct rpage_tcp_embryo {
 	struct list_head entry;
 	struct rpage_tcp_listener *tl;
 	struct socket *sock;
+	struct rpage_peer *peer;
+	struct sockaddr_storage from;
 	struct work_struct work;
 };
 
@@ -984,10 +1024,10 @@ static void rpage_tcp_embryo_work(struct work_struct *work)
 {
 	struct rpage_tcp_embryo *e = container_of(work, struct rpage_tcp_embryo,
 						  work);
+	unsigned long deadline = jiffies +
+				 msecs_to_jiffies(rpage_connect_timeout_ms);
 	struct rpage_tcp_listener *tl = e->tl;
 	struct rpage_msg_tcp_hello f;
-	struct sockaddr_storage from = {};
-	struct rpage_peer *peer = NULL;
 	struct rpage_hello hello;
 	struct sock *sk = e->sock->sk;
 	u32 reason;
@@ -1003,45 +1043,30 @@ static void rpage_tcp_embryo_work(struct work_struct *work)
 	sk->sk_data_ready = tl->saved_data_ready;
 	write_unlock_bh(&sk->sk_callback_lock);
 	rpage_tcp_sock_setup(e->sock, rpage_connect_timeout_ms);
-	ret = kernel_getpeername(e->sock, (struct sockaddr *)&from);
-	if (ret < 0) {
-		reason = RPAGE_REJECT_UNSPECIFIED;
-		goto refuse;
-	}
-	ret = rpage_tcp_recv_frame(e->sock, &f, sizeof(f));
+	ret = rpage_tcp_recv_frame(e->sock, &f, sizeof(f), deadline);
 	if (ret != sizeof(f) || le16_to_cpu(f.hdr.type) != RPAGE_MSG_TCP_HELLO)
 		reason = RPAGE_REJECT_BAD_HELLO;
 	else
 		reason = rpage_hello_check(&f.hello, sizeof(f.hello), &hello);
 	if (reason == RPAGE_REJECT_VERSION)
-		pr_warn_ratelimited("TCP: refused %pISc: it speaks protocol %u.%u, we speak %u.%u\n",
-				    &from, le16_to_cpu(hello.major),
+		pr_warn_ratelimited("TCP: refused peer %s at %pISc: it speaks protocol %u.%u, we speak %u.%u\n",
+				    e->peer->name, &e->from,
+				    le16_to_cpu(hello.major),
 				    le16_to_cpu(hello.minor), RPAGE_PROTO_MAJOR,
 				    RPAGE_PROTO_MINOR);
 	else if (reason != RPAGE_REJECT_NONE)
-		pr_warn_ratelimited("TCP: refused %pISc: malformed hello (%d)\n",
-				    &from, ret);
-	if (reason != RPAGE_REJECT_NONE)
-		goto refuse;
-	peer = rpage_peer_find_by_addr((struct sockaddr *)&from);
-	if (!peer) {
-		pr_info_ratelimited("TCP: refused %pISc: not a configured peer\n",
-				    &from);
-		reason = RPAGE_REJECT_UNKNOWN_PEER;
-		goto refuse;
+		pr_warn_ratelimited("TCP: refused peer %s at %pISc: malformed or no hello (%d)\n",
+				    e->peer->name, &e->from, ret);
+	if (reason == RPAGE_REJECT_NONE)
+		reason = rpage_tcp_accept_hello(e->peer, e->sock, &hello);
+	if (reason != RPAGE_REJECT_NONE) {
+		rpage_endpoint_count_reject(tl->cnt, reason);
+		rpage_tcp_reject(e->sock, reason);
+		sock_release(e->sock);
+	} else {
+		atomic64_inc(&tl->cnt->accepted);
 	}
-	reason = rpage_tcp_accept_hello(peer, e->sock, &hello);
-	rpage_peer_put(peer);
-	if (reason != RPAGE_REJECT_NONE)
-		goto refuse;
-	atomic64_inc(&tl->cnt->accepted);
-	goto out;
-
-refuse:
-	rpage_endpoint_count_reject(tl->cnt, reason);
-	rpage_tcp_reject(e->sock, reason);
-	sock_release(e->sock);
-out:
+	rpage_peer_put(e->peer);
 	mutex_lock(&tl->lock);
 	list_del(&e->entry);
 	tl->nr_embryos--;
@@ -1050,34 +1075,98 @@ out:
 	kfree(e);
 }
 
-/* Takes each connection waiting to be accepted; reads its hello apart. */
+/*
+ * Under @tl's lock: whether an embryo from @peer may start, that is the
+ * endpoint is open and neither it nor @peer has all the hellos it may
+ * have awaited at once. If not, *@why says which.
+ */
+static bool rpage_tcp_embryo_room(struct rpage_tcp_listener *tl,
+				  struct rpage_peer *peer, const char **why)
+{
+	struct rpage_tcp_embryo *e;
+	unsigned int n = 0;
+
+	lockdep_assert_held(&tl->lock);
+	if (tl->closing) {
+		*why = "the endpoint is closing";
+		return false;
+	}
+	if (tl->nr_embryos >= RPAGE_TCP_MAX_EMBRYOS) {
+		*why = "the endpoint awaits too many hellos";
+		return false;
+	}
+	list_for_each_entry(e, &tl->embryos, entry)
+		if (e->peer == peer)
+			n++;
+	if (n >= RPAGE_TCP_PEER_EMBRYOS) {
+		*why = "this peer's earlier hellos are still awaited";
+		return false;
+	}
+	return true;
+}
+
+/*
+ * A connection just accepted: an address that is no configured peer's
+ * is closed at once, having cost nothing but the handshake and this;
+ * a peer's gets an embryo, which reads its hello apart, if there is
+ * room. 0 if it was taken, or -errno (the caller closes it).
+ */
+static int rpage_tcp_accept_one(struct rpage_tcp_listener *tl,
+				struct socket *sock)
+{
+	struct sockaddr_storage from = {};
+	struct rpage_tcp_embryo *e;
+	struct rpage_peer *peer;
+	const char *why;
+	int ret;
+
+	ret = kernel_getpeername(sock, (struct sockaddr *)&from);
+	if (ret < 0)
+		return ret;
+	peer = rpage_peer_find_by_addr((struct sockaddr *)&from);
+	if (!peer) {
+		rpage_endpoint_count_reject(tl->cnt, RPAGE_REJECT_UNKNOWN_PEER);
+		pr_info_ratelimited("TCP: refused %pISc: not a configured peer\n",
+				    &from);
+		/* A peer configured on one side only learns why, if it reads. */
+		rpage_tcp_reject(sock, RPAGE_REJECT_UNKNOWN_PEER);
+		return -EPERM;
+	}
+	e = kzalloc(sizeof(*e), GFP_KERNEL);
+	mutex_lock(&tl->lock);
+	if (!e || !rpage_tcp_embryo_room(tl, peer, &why)) {
+		mutex_unlock(&tl->lock);
+		atomic64_inc(&tl->cnt->rejected_other);
+		pr_warn_ratelimited("TCP: refused peer %s at %pISc: %s\n",
+				    peer->name, &from, e ? why : "no memory");
+		rpage_peer_put(peer);
+		kfree(e);
+		return -EBUSY;
+	}
+	e->tl = tl;
+	e->sock = sock;
+	e->peer = peer;
+	e->from = from;
+	INIT_WORK(&e->work, rpage_tcp_embryo_work);
+	list_add_tail(&e->entry, &tl->embryos);
+	tl->nr_embryos++;
+	mutex_unlock(&tl->lock);
+	queue_work(rpage_wq, &e->work);
+	return 0;
+}
+
+/* Takes each connection waiting to be accepted. */
 static void rpage_tcp_accept_work(struct work_struct *work)
 {
 	struct rpage_tcp_listener *tl = container_of(work,
 						     struct rpage_tcp_listener,
 						     accept_work);
-	struct rpage_tcp_embryo *e;
 	struct socket *sock;
 
 	while (!kernel_accept(tl->sock, &sock, O_NONBLOCK)) {
-		e = kzalloc(sizeof(*e), GFP_KERNEL);
-		mutex_lock(&tl->lock);
-		if (!e || tl->closing || tl->nr_embryos >= RPAGE_TCP_MAX_EMBRYOS) {
-			mutex_unlock(&tl->lock);
-			atomic64_inc(&tl->cnt->rejected_other);
-			pr_warn_ratelimited("TCP: refused a connection: %u hellos awaited already\n",
-					    RPAGE_TCP_MAX_EMBRYOS);
-			kfree(e);
+		if (rpage_tcp_accept_one(tl, sock))
 			sock_release(sock);
-			continue;
-		}
-		e->tl = tl;
-		e->sock = sock;
-		INIT_WORK(&e->work, rpage_tcp_embryo_work);
-		list_add_tail(&e->entry, &tl->embryos);
-		tl->nr_embryos++;
-		mutex_unlock(&tl->lock);
-		queue_work(rpage_wq, &e->work);
+		cond_resched();
 	}
 }
 

@@ -18,6 +18,18 @@
  * One line per case on stdout, "ok NAME" or "FAIL NAME: why", then
  * "refused N": the requests the exporter should have counted as refused.
  * Exit status 0 if every case went as it should.
+ *
+ *	rpage_rogue_tcp --from SRC --to DST [--port P] --strangers N
+ *			--seconds S
+ *
+ * N connections to the exporter's port held for S seconds: a third of
+ * them silent, a third sending a good hello a byte every 300 ms, a
+ * third closed and opened again and again; each one the exporter closes
+ * is opened again (at most once a second). From an address that is no
+ * peer's, what it costs the exporter; from a peer's, whether a peer can
+ * crowd the others out. Prints "strangers opened N closed N longest MS"
+ * (the longest a connection the exporter closed stayed open) and exits
+ * 0: the test judges.
  */
 #include <arpa/inet.h>
 #include <endian.h>
@@ -483,10 +495,115 @@ static void hellos(void)
 		       ret, ms_since(&t0));
 }
 
+/* What one of the strangers' connections does. */
+enum stranger_kind { STRANGER_SILENT, STRANGER_GARBAGE, STRANGER_REOPEN };
+
+struct stranger {
+	int fd;
+	enum stranger_kind kind;
+	struct timespec opened;
+	struct timespec spoke;
+	unsigned int sent;
+};
+
+/* Dials without waiting long: a stranger's connect may find a full queue. */
+static int stranger_dial(void)
+{
+	struct timeval tv = { .tv_sec = 1 };
+	int fd = socket(AF_INET, SOCK_STREAM, 0), one = 1;
+
+	if (fd < 0)
+		return -1;
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+	if (bind(fd, (struct sockaddr *)&from, sizeof(from)) ||
+	    connect(fd, (struct sockaddr *)&to, sizeof(to))) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+static int strangers(unsigned int n, unsigned int seconds)
+{
+	struct rpage_msg_tcp_hello hello = hello_frame(RPAGE_PROTO_MAJOR);
+	struct stranger *st = calloc(n, sizeof(*st));
+	unsigned long opened = 0, closed = 0;
+	long longest = 0;
+	struct timespec t0;
+	unsigned int i;
+
+	if (!st)
+		return 2;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (i = 0; i < n; i++) {
+		st[i].fd = -1;
+		st[i].kind = i % 3;
+	}
+	while (ms_since(&t0) < seconds * 1000L) {
+		for (i = 0; i < n; i++) {
+			struct stranger *s = &st[i];
+			char c = ((const char *)&hello)[s->sent % sizeof(hello)];
+
+			if (s->fd < 0) {
+				/* Closed by the exporter: again, once a second. */
+				if (ms_since(&s->opened) < 1000)
+					continue;
+				clock_gettime(CLOCK_MONOTONIC, &s->opened);
+				s->spoke = s->opened;
+				s->sent = 0;
+				s->fd = stranger_dial();
+				if (s->fd >= 0)
+					opened++;
+				continue;
+			}
+			if (s->kind == STRANGER_REOPEN &&
+			    ms_since(&s->opened) >= 1000) {
+				close(s->fd);
+				s->fd = -1;
+				/* Opened again right away. */
+				s->opened.tv_sec -= 1;
+				continue;
+			}
+			if (s->kind == STRANGER_GARBAGE &&
+			    ms_since(&s->spoke) >= 300) {
+				clock_gettime(CLOCK_MONOTONIC, &s->spoke);
+				if (send(s->fd, &c, 1, MSG_NOSIGNAL | MSG_DONTWAIT) == 1)
+					s->sent++;
+			}
+			/* Whatever the exporter says; the end, if it closed. */
+			for (;;) {
+				char buf[256];
+				ssize_t r = recv(s->fd, buf, sizeof(buf), MSG_DONTWAIT);
+
+				if (r > 0)
+					continue;
+				if (r == 0 || (errno != EAGAIN && errno != EINTR)) {
+					if (ms_since(&s->opened) > longest)
+						longest = ms_since(&s->opened);
+					close(s->fd);
+					s->fd = -1;
+					closed++;
+				}
+				break;
+			}
+		}
+		usleep(20000);
+	}
+	for (i = 0; i < n; i++)
+		if (st[i].fd >= 0)
+			close(st[i].fd);
+	free(st);
+	printf("strangers opened %lu closed %lu longest %ld\n", opened, closed,
+	       longest);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	const char *src = NULL, *dst = NULL;
 	int port = RPAGE_DEFAULT_PORT;
+	unsigned int nr_strangers = 0, seconds = 0;
 
 	for (int i = 1; i + 1 < argc; i += 2) {
 		if (!strcmp(argv[i], "--from"))
@@ -497,9 +614,13 @@ int main(int argc, char **argv)
 			port = atoi(argv[i + 1]);
 		else if (!strcmp(argv[i], "--pool"))
 			pool_id = strtoull(argv[i + 1], NULL, 0);
+		else if (!strcmp(argv[i], "--strangers"))
+			nr_strangers = atoi(argv[i + 1]);
+		else if (!strcmp(argv[i], "--seconds"))
+			seconds = atoi(argv[i + 1]);
 	}
-	if (!src || !dst || !pool_id) {
-		fprintf(stderr, "usage: %s --from SRC --to DST [--port P] --pool ID\n",
+	if (!src || !dst || (!pool_id && !nr_strangers)) {
+		fprintf(stderr, "usage: %s --from SRC --to DST [--port P] { --pool ID | --strangers N --seconds S }\n",
 			argv[0]);
 		return 2;
 	}
@@ -511,6 +632,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, "%s: IPv4 addresses, please\n", argv[0]);
 		return 2;
 	}
+	if (nr_strangers)
+		return strangers(nr_strangers, seconds);
 	requests();
 	bad_frames();
 	hellos();

@@ -5,12 +5,13 @@
 # so that a write to freed or foreign memory is caught where it happens:
 # a seeded ioctl fuzzer (fuzz-single.sh), a rogue exporter speaking
 # rpage's protocol over rdma-core (rogue-single.sh) and a device that
-# keeps work requests past their flush (kept-single.sh).
+# keeps work requests past their flush (kept-single.sh); and strangers and
+# hostile peers over TCP (guard-single.sh).
 . "$RPAGE_REPO/selftests/guest/lib.sh"
 
 rxe_up || echo "rxe setup failed"
 
-for part in fuzz-single.sh rogue-single.sh kept-single.sh; do
+for part in fuzz-single.sh rogue-single.sh kept-single.sh guard-single.sh; do
 	[ -f "$RPAGE_REPO/selftests/guest/$part" ] &&
 		. "$RPAGE_REPO/selftests/guest/$part"
 done

@@ -1,0 +1,125 @@
+# SPDX-License-Identifier: GPL-2.0
+#
+# What a stranger, a peer and a local caller must not be able to do to a
+# host (issue 25), in one guest: the host is its own peer "tcp" over TCP
+# at 127.0.0.1 (lo has no RDMA device), and selftests/rpage_rogue_tcp
+# plays the others from further addresses of lo. Sourced by hostile.sh.
+. "$RPAGE_REPO/selftests/guest/lib.sh"
+
+GUARD_ADDR=127.0.0.1
+GUARD_PORT=7471
+GUARD_STRANGER=127.0.0.3
+GUARD_ROGUE_ADDR=127.0.0.2
+GUARD_ROGUE=$SELFTESTS/rpage_rogue_tcp
+GUARD_FAULT=$SELFTESTS/rpage_fault
+GUARD_PATTERN=$SELFTESTS/rpage_pattern
+
+test_guard_setup() {
+	modprobe ib_core && modprobe rdma_cm || return
+	insmod "$RPAGE_KO" qps_per_peer=2 || fail "insmod" || return
+	"$RPAGECTL" endpoint add "$GUARD_ADDR" || fail "endpoint add" || return
+	"$RPAGECTL" peer add tcp addr "$GUARD_ADDR" || fail "peer add tcp" || return
+	wait_until 30 peer_is tcp connected || fail "tcp not connected" || return
+	"$RPAGECTL" pool create 2 size 8M writable || fail "pool create 2" || return
+	wait_until 30 remote_pool_listed tcp 2 || fail "pool 2 not listed" || return
+	"$GUARD_PATTERN" write tcp 2 0 8M --seed 7
+}
+
+# The TCP connections of this host to itself (both ends are 127.0.0.1).
+guard_kill_own_connections() {
+	ss -K src "$GUARD_ADDR" dst "$GUARD_ADDR" > /dev/null
+}
+
+# guard_reconnects_within MS: the peer "tcp", its connections cut, is
+# connected again within MS ms (times RPAGE_SLOW).
+guard_reconnects_within() {
+	local before t0 took
+	before=$(peer_field tcp reconnects)
+	guard_kill_own_connections || fail "ss -K" || return
+	t0=${EPOCHREALTIME/./}
+	wait_until 30 peer_field_ge tcp reconnects $((before + 1))
+	wait_until 30 peer_is tcp connected
+	took=$(ms_since "$t0")
+	echo "tcp connected again ${took} ms after its connections were cut"
+	"$RPAGECTL" peer show tcp
+	[ "$took" -le $(($1 * RPAGE_SLOW)) ] || fail "tcp took ${took} ms to come back"
+}
+
+# An address that is no peer's holds 200 connections to the endpoint
+# (silent, trickling a hello, closed and opened again): it must cost
+# nothing a peer needs. Each of its connections is closed as soon as it
+# is accepted (counted as unknown, never as a lack of room); the peer
+# "tcp", its connections cut, is back within 10 s and faults in its
+# pool with no SIGBUS, every byte checked; the log names the stranger.
+test_guard_tcp_strangers_lock_out_nobody() {
+	local mark pid out=/tmp/strangers.out unknown other longest
+	mark=$(( $(dmesg | wc -l) + 1 ))
+	unknown=$(endpoint_field rejected_unknown)
+	other=$(endpoint_field rejected_other)
+	"$GUARD_ROGUE" --from "$GUARD_STRANGER" --to "$GUARD_ADDR" \
+		--port "$GUARD_PORT" --strangers 200 --seconds 40 > "$out" 2>&1 &
+	pid=$!
+	sleep 8
+	guard_reconnects_within 10000 &&
+		"$GUARD_FAULT" touch tcp 2 8M --seed 7 --threads 2 ||
+		{ kill "$pid"; wait "$pid"; fail "tcp with strangers at the door"; return; }
+	wait "$pid"
+	cat "$out"
+	"$RPAGECTL" endpoint show
+	longest=$(sed -n 's/^strangers .* longest \([0-9]*\)$/\1/p' "$out")
+	[ -n "$longest" ] || fail "the strangers did not run" || return
+	[ "$longest" -lt $((2000 * RPAGE_SLOW)) ] ||
+		fail "a stranger's connection stayed open $longest ms" || return
+	expect_eq "$(endpoint_field rejected_other)" "$other" \
+		"connections refused for want of room" || return
+	[ "$(endpoint_field rejected_unknown)" -gt "$unknown" ] ||
+		fail "no stranger counted as unknown" || return
+	dmesg_since "$mark" | grep -m 3 "$GUARD_STRANGER"
+	dmesg_since "$mark" | grep -q "refused $GUARD_STRANGER:.*not a configured peer" ||
+		fail "the log does not name $GUARD_STRANGER"
+}
+
+# A configured peer that opens a dozen connections at once and trickles
+# its hellos: a few are awaited at a time, each at most connect_timeout_ms
+# (5 s) in all however its bytes trickle in, the rest refused at once,
+# and the log names it; the peer "tcp" comes back meanwhile as quickly
+# as ever.
+test_guard_tcp_peer_cannot_crowd_out_others() {
+	local mark pid out=/tmp/crowd.out other longest
+	mark=$(( $(dmesg | wc -l) + 1 ))
+	other=$(endpoint_field rejected_other)
+	"$RPAGECTL" peer add rogue addr "$GUARD_ROGUE_ADDR" transport tcp || return
+	"$GUARD_ROGUE" --from "$GUARD_ROGUE_ADDR" --to "$GUARD_ADDR" \
+		--port "$GUARD_PORT" --strangers 12 --seconds 25 > "$out" 2>&1 &
+	pid=$!
+	sleep 8
+	guard_reconnects_within 10000 ||
+		{ kill "$pid"; wait "$pid"; "$RPAGECTL" peer del rogue; return 1; }
+	wait "$pid"
+	cat "$out"
+	"$RPAGECTL" peer del rogue || return
+	"$RPAGECTL" endpoint show
+	longest=$(sed -n 's/^strangers .* longest \([0-9]*\)$/\1/p' "$out")
+	[ -n "$longest" ] || fail "the rogue did not run" || return
+	[ "$longest" -le $((6500 * RPAGE_SLOW)) ] ||
+		fail "a hello was awaited $longest ms" || return
+	[ "$(endpoint_field rejected_other)" -gt "$other" ] ||
+		fail "no connection of the rogue refused for want of room" || return
+	dmesg_since "$mark" | grep -m 3 "peer rogue at $GUARD_ROGUE_ADDR"
+	dmesg_since "$mark" | grep -q "refused peer rogue at $GUARD_ROGUE_ADDR:.*still awaited" ||
+		fail "the log does not name the rogue"
+}
+
+test_guard_teardown() {
+	"$RPAGECTL" peer del tcp || fail "peer del tcp" || return
+	"$RPAGECTL" pool destroy 2 || fail "pool destroy 2" || return
+	rpage_unload || fail "rmmod rpage"
+}
+
+tap_begin guard
+run_test guard_setup test_guard_setup
+run_test tcp_strangers_lock_out_nobody test_guard_tcp_strangers_lock_out_nobody
+run_test tcp_peer_cannot_crowd_out_others test_guard_tcp_peer_cannot_crowd_out_others
+run_test guard_teardown test_guard_teardown
+tap_end
+rpage_loaded && rpage_unload
