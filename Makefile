@@ -133,11 +133,12 @@ $(O_USER)/selftests/rpage_rogue_exporter: selftests/rpage_rogue_exporter.c \
 	@mkdir -p $(dir $@)
 	$(CC) $(USER_CFLAGS) -o $@ $< -lrdmacm -libverbs
 
-# A reader over TCP that misbehaves, on plain sockets.
+# A reader over TCP that misbehaves, on plain sockets. It exports pools of
+# its own memory with librpage, to destroy them under its own requests.
 $(O_USER)/selftests/rpage_rogue_tcp: selftests/rpage_rogue_tcp.c \
-		kmod/rpage-proto.h
+		kmod/rpage-proto.h selftests/rpage_test.h $(LIB_A)
 	@mkdir -p $(dir $@)
-	$(CC) $(USER_CFLAGS) -o $@ $<
+	$(CC) $(USER_CFLAGS) -o $@ $< $(LIB_A)
 
 # The baseline rpage is measured against: a userfaultfd handler thread
 # fetching pages with libibverbs or over TCP, and the server it reads.

@@ -12,8 +12,8 @@
  * rpage_msg_received(); messages each way are handed over in the
  * sender's context instead of sent. Pools are announced without memory
  * regions, and a transfer copies pages between the caller's and those of
- * the listed pool, which it holds meanwhile: a pool destroyed under a
- * transfer keeps its memory until the copy is done.
+ * the listed pool, each copy in an access section of the pool: a destroy
+ * waits for a copy under way, and no copy touches the pool after it.
  *
  * The peer's one "connection" is @reader below: up from a connect to the
  * next close, and held for reading by everyone who delivers a message to
@@ -47,13 +47,10 @@ struct rpage_loop {
  * struct rpage_loop_run - a transfer while it runs over the loop
  * @run: what the core keeps of it.
  * @lp: the loop, its @reader users held during an attempt.
- * @pools: the listed pool of each range, held from the range's first
- *	page to the end of the attempt.
  */
 struct rpage_loop_run {
 	struct rpage_xfer_run run;
 	struct rpage_loop *lp;
-	struct rpage_pool **pools;
 };
 
 static int rpage_loop_peer_init(struct rpage_peer *peer)
@@ -182,18 +179,16 @@ static int rpage_loop_chan_send(struct rpage_conn *chan, const void *msg,
 	return rpage_loop_hand_over(chan->peer->tp, chan, msg, len);
 }
 
-/* The run of @x, with the core's @tail bytes after its pools (*@tailp). */
+/* The run of @x, with the core's @tail bytes after it (*@tailp). */
 static struct rpage_xfer_run *rpage_loop_run_alloc(struct rpage_xfer *x,
 						   size_t tail, void **tailp)
 {
-	size_t pools = x->nr_ranges * sizeof(struct rpage_pool *);
 	struct rpage_loop_run *lr;
 
-	lr = kvzalloc(sizeof(*lr) + pools + tail, GFP_KERNEL | __GFP_NOWARN);
+	lr = kvzalloc(sizeof(*lr) + tail, GFP_KERNEL | __GFP_NOWARN);
 	if (!lr)
 		return NULL;
-	lr->pools = (void *)(lr + 1);
-	*tailp = (void *)(lr + 1) + pools;
+	*tailp = lr + 1;
 	return &lr->run;
 }
 
@@ -212,27 +207,42 @@ static int rpage_loop_xfer_begin(struct rpage_xfer_run *run)
 }
 
 /*
- * The page of this host's pool behind page @g of the run (at *@offset in
- * it), the pool of its range held for the rest of the attempt; an
- * ERR_PTR if the pool is no longer listed (destroyed, or another
- * incarnation) or too short.
+ * Copies page @g of the run to or from this host's pool behind it, in
+ * an access section: a pool that is destroyed is never touched once its
+ * destroy has returned. 0, or -ENOENT if the pool is no longer listed
+ * (destroyed, or another incarnation), -ERANGE if it is too short.
  */
-static struct page *rpage_loop_page(struct rpage_loop_run *lr, unsigned long g,
-				    u64 *offset)
+static int rpage_loop_copy(struct rpage_loop_run *lr, unsigned long g)
 {
 	const struct rpage_rpool *rpool;
-	struct rpage_pool **pool;
-	struct page *page;
+	const struct rpage_pool *pool;
+	struct rpage_xfer *x = lr->run.x;
+	struct rpage_peer *peer = x->peer;
+	struct page *page = NULL;
+	u64 offset, start, ns;
+	int idx;
 
-	rpage_xfer_locate(&lr->run, g, &rpool, offset);
-	pool = &lr->pools[lr->run.range];
-	if (!*pool)
-		*pool = rpage_pool_get_listed(rpool->id, rpool->generation);
-	if (!*pool)
-		return ERR_PTR(-ENOENT);
+	rpage_xfer_locate(&lr->run, g, &rpool, &offset);
+	idx = rpage_pool_access_begin();
+	pool = rpage_pool_lookup(rpool->id, rpool->generation);
 	/* The table said the range fits; the pool itself has the last word. */
-	page = rpage_pool_page(*pool, *offset);
-	return page ?: ERR_PTR(-ERANGE);
+	if (pool)
+		page = rpage_pool_page(pool, offset);
+	if (!page) {
+		rpage_pool_access_end(idx);
+		return pool ? -ERANGE : -ENOENT;
+	}
+	start = ktime_get_ns();
+	trace_rpage_io_post(peer->id, 0, x->write, offset, 1);
+	if (x->write)
+		copy_highpage(page, x->pages[g]);
+	else
+		copy_highpage(x->pages[g], page);
+	rpage_pool_access_end(idx);
+	ns = ktime_get_ns() - start;
+	trace_rpage_io_done(peer->id, 0, x->write, 1, 0, ns);
+	rpage_counters_io(&peer->counters, x->write, 1, ns, false);
+	return 0;
 }
 
 /*
@@ -243,10 +253,8 @@ static int rpage_loop_xfer_move(struct rpage_xfer_run *run)
 {
 	struct rpage_loop_run *lr = container_of(run, struct rpage_loop_run, run);
 	struct rpage_xfer *x = run->x;
-	struct rpage_peer *peer = x->peer;
 	unsigned long g, n = 0;
-	struct page *page;
-	u64 start, ns, offset;
+	int ret;
 
 	for_each_clear_bit(g, run->finished, x->nr_pages) {
 		if (n && !(n % RPAGE_LOOP_BATCH)) {
@@ -254,35 +262,20 @@ static int rpage_loop_xfer_move(struct rpage_xfer_run *run)
 				return -EINTR;
 			cond_resched();
 		}
-		page = rpage_loop_page(lr, g, &offset);
-		if (IS_ERR(page))
-			return PTR_ERR(page);
-		start = ktime_get_ns();
-		trace_rpage_io_post(peer->id, 0, x->write, offset, 1);
-		if (x->write)
-			copy_highpage(page, x->pages[g]);
-		else
-			copy_highpage(x->pages[g], page);
-		ns = ktime_get_ns() - start;
-		trace_rpage_io_done(peer->id, 0, x->write, 1, 0, ns);
-		rpage_counters_io(&peer->counters, x->write, 1, ns, false);
+		ret = rpage_loop_copy(lr, g);
+		if (ret)
+			return ret;
 		rpage_xfer_moved(run, g, 1);
 		n++;
 	}
 	return 0;
 }
 
-/* Gives the pools and the loop back. */
+/* Gives the loop back. */
 static void rpage_loop_xfer_end(struct rpage_xfer_run *run)
 {
 	struct rpage_loop_run *lr = container_of(run, struct rpage_loop_run, run);
-	unsigned int r;
 
-	for (r = 0; r < run->x->nr_ranges; r++) {
-		if (lr->pools[r])
-			rpage_pool_put_listed(lr->pools[r]);
-		lr->pools[r] = NULL;
-	}
 	up_read(&lr->lp->reader.users);
 }
 

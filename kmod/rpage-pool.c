@@ -19,6 +19,16 @@
  * io_timeout_ms passes; then the regions are deregistered, which
  * invalidates their keys, and only then is the memory freed or unpinned.
  *
+ * Transports without keys (TCP, loop) reach a pool's pages by its id and
+ * generation, inside an access section (rpage_pool_access_begin()): a
+ * sleepable RCU read section, kept short, around each copy into or out
+ * of the pages. Destroy takes the pool off the table, then waits for
+ * every section that might have found it before freeing the memory: so
+ * once RPAGE_IOC_POOL_DESTROY returns, no peer reads or writes the pool
+ * on any transport, and a process's pages are unpinned then, whatever
+ * its readers still hold. Such an access finds a pool without taking a
+ * lock (a hash table read under the section).
+ *
  * rpage_pools_lock guards the list of pools and orders what each reader
  * is told: the table, additions and withdrawals are queued for each
  * reader under it (struct rpage_chan_msg), and each reader's own work
@@ -33,6 +43,7 @@
  */
 #include "rpage-pri.h"
 
+#include <linux/hashtable.h>
 #include <linux/hugetlb.h>
 #include <linux/mm.h>
 #include <linux/random.h>
@@ -40,6 +51,7 @@
 #include <linux/magic.h>
 #include <linux/shmem_fs.h>
 #include <linux/slab.h>
+#include <linux/srcu.h>
 #include <linux/uaccess.h>
 #include <linux/vmalloc.h>
 
@@ -67,6 +79,7 @@ struct rpage_pool_reg {
 /**
  * struct rpage_pool - memory exported to peers
  * @entry: link in rpage_pools.
+ * @hnode: link in rpage_pools_hash, while listed.
  * @file_entry: a user pool's link in its owner's @pools.
  * @id: the pool's id.
  * @generation: this incarnation of the pool, never 0 (see
@@ -76,7 +89,8 @@ struct rpage_pool_reg {
  * @kind: RPAGE_POOL_KERNEL or RPAGE_POOL_USER.
  * @owner: the file a user pool was exported through.
  * @owner_pid: the process that exported a user pool.
- * @pages: the memory, @nr_pages pages.
+ * @pages: the memory, @nr_pages pages; released when the pool is
+ *	destroyed (rpage_pool_finish()), not with the last reference.
  * @nr_pages: how many.
  * @regs: its registrations (struct rpage_pool_reg), one per device, under
  *	@reg_lock.
@@ -86,6 +100,7 @@ struct rpage_pool_reg {
  */
 struct rpage_pool {
 	struct list_head entry;
+	struct hlist_node hnode;
 	struct list_head file_entry;
 	u64 id;
 	u64 generation;
@@ -171,6 +186,10 @@ void rpage_pools_acked(struct rpage_peer *peer, u64 pool_id, u64 generation)
 
 /* Protects rpage_pools and their registrations; see the top of the file. */
 DEFINE_MUTEX(rpage_pools_lock);
+/* The listed pools by id, for transports' accesses (under the section). */
+static DEFINE_HASHTABLE(rpage_pools_hash, 8);
+/* Accesses of transports to pools' pages: see the top of this file. */
+DEFINE_STATIC_SRCU(rpage_pool_srcu);
 static LIST_HEAD(rpage_pools);
 
 static void rpage_pool_reg_free(struct rpage_pool_reg *reg)
@@ -284,22 +303,27 @@ static int rpage_pool_regions(struct rpage_pool *pool, struct rpage_conn *chan,
 			      struct rpage_rmr **mrs, u32 *nr_mrs, u64 *mr_bytes)
 {
 	struct rpage_pool_reg *reg, *made = NULL;
-	int ret = 0;
+	int ret = 0, idx;
 	u32 i;
 
+	/* The pages are mapped for the device: not freed meanwhile. */
+	idx = srcu_read_lock(&rpage_pool_srcu);
 	mutex_lock(&pool->reg_lock);
 	reg = pool->dead ? NULL : rpage_pool_reg_find(pool, chan->dev);
 	if (!reg && !pool->dead) {
 		mutex_unlock(&pool->reg_lock);
 		made = kzalloc(sizeof(*made), GFP_KERNEL);
-		if (!made)
+		if (!made) {
+			srcu_read_unlock(&rpage_pool_srcu, idx);
 			return -ENOMEM;
+		}
 		kref_get(&chan->dev->ref);
 		atomic_inc(&chan->dev->users);
 		made->dev = chan->dev;
 		ret = rpage_pool_reg_map(pool, made, chan);
 		if (ret) {
 			rpage_pool_reg_free(made);
+			srcu_read_unlock(&rpage_pool_srcu, idx);
 			return ret;
 		}
 		mutex_lock(&pool->reg_lock);
@@ -330,6 +354,7 @@ out:
 	/* Another reader's came first, or the pool was withdrawn. */
 	if (made)
 		rpage_pool_reg_free(made);
+	srcu_read_unlock(&rpage_pool_srcu, idx);
 	return ret;
 }
 
@@ -619,7 +644,8 @@ void rpage_pools_barrier(void)
 	mutex_unlock(&rpage_pools_lock);
 }
 
-static void rpage_pool_free_memory(struct rpage_pool *pool)
+/* Frees, unpins or lets go of the pages of @pool (what it holds of them). */
+static void rpage_pool_free_pages(struct rpage_pool *pool)
 {
 	unsigned long i;
 
@@ -638,11 +664,21 @@ static void rpage_pool_free_memory(struct rpage_pool *pool)
 			if (pool->pages[i])
 				__free_page(pool->pages[i]);
 	}
+	memset(pool->pages, 0, pool->nr_pages * sizeof(*pool->pages));
+}
+
+/* A pool that was never published goes, memory and all. */
+static void rpage_pool_free_memory(struct rpage_pool *pool)
+{
+	rpage_pool_free_pages(pool);
 	kvfree(pool->pages);
 	kfree(pool);
 }
 
-/* The last reference to a pool that was published: its memory goes. */
+/*
+ * The last reference to a pool that was published: its memory went
+ * when it was destroyed (rpage_pool_finish()); the rest goes now.
+ */
 static void rpage_pool_release(struct kref *ref)
 {
 	struct rpage_pool *pool = container_of(ref, struct rpage_pool, ref);
@@ -650,7 +686,8 @@ static void rpage_pool_release(struct kref *ref)
 	/* Deregistered first: no key a peer was given reaches freed memory. */
 	WARN_ON_ONCE(!list_empty(&pool->regs));
 	mutex_destroy(&pool->reg_lock);
-	rpage_pool_free_memory(pool);
+	kvfree(pool->pages);
+	kfree(pool);
 }
 
 /*
@@ -668,6 +705,7 @@ static void rpage_pool_unlink(struct rpage_pool *pool,
 
 	lockdep_assert_held(&rpage_pools_lock);
 	list_del(&pool->entry);
+	hash_del_rcu(&pool->hnode);
 	if (pool->owner)
 		list_del_init(&pool->file_entry);
 	w->pool_id = pool->id;
@@ -702,7 +740,8 @@ static void rpage_pool_unlink(struct rpage_pool *pool,
  * After rpage_pool_unlink(), without rpage_pools_lock: waits for the
  * readers to finish what they have in flight (their acknowledgments) or
  * io_timeout_ms, deregisters the regions, which invalidates their keys,
- * and drops the list's reference: the memory goes with the last one.
+ * waits for every access that may have found the pool, releases its
+ * memory, and drops the list's reference.
  */
 static void rpage_pool_finish(struct rpage_pool *pool,
 			      struct rpage_withdrawal *w)
@@ -726,6 +765,9 @@ static void rpage_pool_finish(struct rpage_pool *pool,
 		list_del(&reg->entry);
 		rpage_pool_reg_free(reg);
 	}
+	/* Off the table since the unlink: what found it before is done. */
+	synchronize_srcu(&rpage_pool_srcu);
+	rpage_pool_free_pages(pool);
 	pr_info("pool %llu destroyed\n", pool->id);
 	rpage_pool_put(pool);
 }
@@ -740,29 +782,49 @@ static struct rpage_pool *rpage_pool_find(u64 id)
 	return NULL;
 }
 
-/*
- * Incarnation @generation of pool @id, referenced, if it is listed:
- * what the loop transport copies pages of, and TCP serves. Its memory
- * stays until rpage_pool_put_listed(), even if the pool is destroyed
- * meanwhile.
+/**
+ * rpage_pool_access_begin - starts an access of a transport to pools
+ *
+ * Between this and rpage_pool_access_end(), with the index it returned,
+ * a pool found with rpage_pool_lookup() keeps its memory, even if it is
+ * being destroyed: keep it short (a copy, a receive that does not wait),
+ * since a destroy waits for it.
  */
-struct rpage_pool *rpage_pool_get_listed(u64 id, u64 generation)
+int rpage_pool_access_begin(void)
+{
+	return srcu_read_lock(&rpage_pool_srcu);
+}
+
+void rpage_pool_access_end(int idx)
+{
+	srcu_read_unlock(&rpage_pool_srcu, idx);
+}
+
+/*
+ * Incarnation @generation of pool @id if it is listed, or NULL: what the
+ * loop transport copies pages of, and TCP serves. Within an access
+ * section only, which is all the pool is good for.
+ */
+const struct rpage_pool *rpage_pool_lookup(u64 id, u64 generation)
 {
 	struct rpage_pool *pool;
 
-	mutex_lock(&rpage_pools_lock);
-	pool = rpage_pool_find(id);
-	if (pool && pool->generation == generation)
-		kref_get(&pool->ref);
-	else
-		pool = NULL;
-	mutex_unlock(&rpage_pools_lock);
-	return pool;
+	hash_for_each_possible_rcu(rpage_pools_hash, pool, hnode, id,
+				   srcu_read_lock_held(&rpage_pool_srcu))
+		if (pool->id == id && pool->generation == generation)
+			return pool;
+	return NULL;
 }
 
-void rpage_pool_put_listed(struct rpage_pool *pool)
+/*
+ * Whether the pages of @pool change only by its peers' writes: a kernel
+ * pool, whose pages nobody else writes and which a held page reference
+ * keeps even past its destroy. Those of a process or a file change under
+ * their owner, after the destroy too: a copy must be sent, not the page.
+ */
+bool rpage_pool_pages_stable(const struct rpage_pool *pool)
 {
-	rpage_pool_put(pool);
+	return pool->kind == RPAGE_POOL_KERNEL;
 }
 
 /* The page of @pool at byte @offset, or NULL past its end. */
@@ -841,6 +903,7 @@ static int rpage_pool_publish(struct rpage_pool *pool, struct rpage_file *owner)
 		return -EEXIST;
 	}
 	list_add_tail(&pool->entry, &rpage_pools);
+	hash_add_rcu(rpage_pools_hash, &pool->hnode, pool->id);
 	if (owner) {
 		pool->owner = owner;
 		list_add_tail(&pool->file_entry, &owner->pools);

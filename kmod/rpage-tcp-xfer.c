@@ -19,9 +19,14 @@
  * generation, bounds and, for a write, RPAGE_POOL_WRITABLE) - over TCP
  * there are no keys, so this check is all that keeps a peer inside the
  * pools it was told of. A refused request is answered with its reason
- * and counted; a write's data is then read and dropped. Read answers
- * send the pool's pages without a copy, the pool held until the socket
- * has them (the socket holds the pages themselves after that).
+ * and counted; a write's data is then read and dropped. The pool's pages
+ * are reached inside access sections (rpage_pool_access_begin()), one per
+ * check and per piece of a write received, so that a destroy that has
+ * returned is the end of every access: a write cut short by it lands no
+ * further byte. A read's answer sends a kernel pool's pages without a
+ * copy (the socket holds them, and nobody but peers writes them); those
+ * of a process or a file are copied when the request is checked, since
+ * their owner may write them again once the pool is destroyed.
  */
 #include "rpage-tcp.h"
 #include "rpage-trace.h"
@@ -160,18 +165,19 @@ int rpage_tcp_answer_begin(struct rpage_tcp_queue *q)
 }
 
 /*
- * Checks a request against this host's pools: RPAGE_IO_OK with the pool
- * held in *@poolp, or why not. Every refusal but a pool that is gone
- * (which a withdrawal in progress explains) is the peer's fault: counted.
+ * Checks a request against this host's pools, in an access section the
+ * caller holds: RPAGE_IO_OK with the pool in *@poolp, or why not. Every
+ * refusal but a pool that is gone (which a withdrawal in progress
+ * explains) is the peer's fault: counted.
  */
 static u32 rpage_tcp_check(struct rpage_tcp_queue *q,
 			   const struct rpage_msg_io *io, bool write,
-			   struct rpage_pool **poolp)
+			   const struct rpage_pool **poolp)
 {
 	struct rpage_peer *peer = q->conn->peer;
 	u64 offset = le64_to_cpu(io->offset);
 	u32 bytes = le32_to_cpu(io->io_length);
-	struct rpage_pool *pool;
+	const struct rpage_pool *pool;
 	u32 status = RPAGE_IO_OK;
 	u64 length;
 
@@ -181,8 +187,8 @@ static u32 rpage_tcp_check(struct rpage_tcp_queue *q,
 		status = RPAGE_IO_MALFORMED;
 		goto refused;
 	}
-	pool = rpage_pool_get_listed(le64_to_cpu(io->pool_id),
-				     le64_to_cpu(io->generation));
+	pool = rpage_pool_lookup(le64_to_cpu(io->pool_id),
+				 le64_to_cpu(io->generation));
 	if (!pool)
 		return RPAGE_IO_NO_POOL;
 	length = rpage_pool_length(pool);
@@ -190,10 +196,8 @@ static u32 rpage_tcp_check(struct rpage_tcp_queue *q,
 		status = RPAGE_IO_RANGE;
 	else if (write && !rpage_pool_writable(pool))
 		status = RPAGE_IO_READ_ONLY;
-	if (status != RPAGE_IO_OK) {
-		rpage_pool_put_listed(pool);
+	if (status != RPAGE_IO_OK)
 		goto refused;
-	}
 	*poolp = pool;
 	return RPAGE_IO_OK;
 
@@ -205,18 +209,68 @@ refused:
 	return status;
 }
 
-/* Answers the request in @q->rx_io with @status (and @pool's pages). */
+static void rpage_tcp_pages_put(struct page **pages, unsigned int nr)
+{
+	while (nr)
+		put_page(pages[--nr]);
+}
+
+/*
+ * Checks the read request in @q->rx_io and, if it may be served, takes
+ * what its answer sends into @pages (*@nr of them, each held): a kernel
+ * pool's own pages, or copies of a process's or a file's, made now.
+ * Returns the answer's status; -ENOMEM (nothing held) if no copy could
+ * be made.
+ */
+static int rpage_tcp_read_pages(struct rpage_tcp_queue *q, struct page **pages,
+				unsigned int *nr)
+{
+	const struct rpage_msg_io *io = &q->rx_io;
+	u64 offset = le64_to_cpu(io->offset);
+	const struct rpage_pool *pool;
+	unsigned int n = 0, i;
+	struct page *page;
+	u32 status;
+	int idx;
+
+	*nr = 0;
+	idx = rpage_pool_access_begin();
+	status = rpage_tcp_check(q, io, false, &pool);
+	if (status == RPAGE_IO_OK)
+		n = le32_to_cpu(io->io_length) >> PAGE_SHIFT;
+	for (i = 0; i < n; i++) {
+		page = rpage_pool_page(pool, offset + ((u64)i << PAGE_SHIFT));
+		if (rpage_pool_pages_stable(pool)) {
+			get_page(page);
+			pages[i] = page;
+			continue;
+		}
+		pages[i] = alloc_page(GFP_NOIO | __GFP_NOWARN);
+		if (!pages[i]) {
+			rpage_pool_access_end(idx);
+			rpage_tcp_pages_put(pages, i);
+			return -ENOMEM;
+		}
+		copy_highpage(pages[i], page);
+	}
+	rpage_pool_access_end(idx);
+	*nr = n;
+	return status;
+}
+
+/*
+ * Answers the request in @q->rx_io with @status, and for a read that is
+ * served, with @pages (@nr of them, given back after).
+ */
 static int rpage_tcp_answer(struct rpage_tcp_queue *q, u32 status,
-			    struct rpage_pool *pool)
+			    struct page **pages, unsigned int nr)
 {
 	const struct rpage_msg_io *req = &q->rx_io;
 	bool read = le16_to_cpu(req->hdr.type) == RPAGE_MSG_READ_REQ;
-	u32 bytes = le32_to_cpu(req->io_length);
-	struct page *pages[RPAGE_TCP_IO_PAGES];
 	struct rpage_msg_io a = {
 		.hdr.type = cpu_to_le16(read ? RPAGE_MSG_READ_RESP :
 					RPAGE_MSG_WRITE_RESP),
-		.hdr.length = cpu_to_le32(sizeof(a)),
+		.hdr.length = cpu_to_le32(sizeof(a) + ((u32)nr << PAGE_SHIFT)),
 		.tag = req->tag,
 		.status = cpu_to_le32(status),
 		.pool_id = req->pool_id,
@@ -224,18 +278,10 @@ static int rpage_tcp_answer(struct rpage_tcp_queue *q, u32 status,
 		.offset = req->offset,
 		.io_length = req->io_length,
 	};
-	unsigned int nr = 0, i;
 	int ret;
 
-	if (read && pool) {
-		u64 offset = le64_to_cpu(req->offset);
-
-		nr = bytes >> PAGE_SHIFT;
-		for (i = 0; i < nr; i++)
-			pages[i] = rpage_pool_page(pool, offset + ((u64)i << PAGE_SHIFT));
-		a.hdr.length = cpu_to_le32(sizeof(a) + bytes);
-	}
 	ret = rpage_tcp_send(q, &a, sizeof(a), pages, nr, NULL);
+	rpage_tcp_pages_put(pages, nr);
 	if (ret)
 		rpage_tcp_lost(q, "sending an answer", ret);
 	return 0;
@@ -254,22 +300,27 @@ int rpage_tcp_serve_begin(struct rpage_tcp_queue *q)
 	const struct rpage_msg_io *io = &q->rx_io;
 	u32 len = le32_to_cpu(io->hdr.length);
 	u32 bytes = le32_to_cpu(io->io_length);
-	struct rpage_pool *pool;
-	u32 status;
+	struct page *pages[RPAGE_TCP_IO_PAGES];
+	const struct rpage_pool *pool;
+	unsigned int nr;
+	int status, idx;
 
 	switch (le16_to_cpu(io->hdr.type)) {
 	case RPAGE_MSG_READ_REQ:
 		if (len != sizeof(*io))
 			return -EPROTO;
-		status = rpage_tcp_check(q, io, false, &pool);
-		rpage_tcp_answer(q, status, pool);
-		if (pool)
-			rpage_pool_put_listed(pool);
-		return 0;
+		status = rpage_tcp_read_pages(q, pages, &nr);
+		if (status < 0) {
+			rpage_tcp_lost(q, "no memory for an answer", status);
+			return 0;
+		}
+		return rpage_tcp_answer(q, status, pages, nr);
 	case RPAGE_MSG_WRITE_REQ:
 		if (bytes > RPAGE_MSG_IO_MAX || len != sizeof(*io) + bytes)
 			return -EPROTO;
-		q->rx_status = rpage_tcp_check(q, io, true, &q->rx_pool);
+		idx = rpage_pool_access_begin();
+		q->rx_status = rpage_tcp_check(q, io, true, &pool);
+		rpage_pool_access_end(idx);
 		if (!bytes)
 			return rpage_tcp_rx_data_done(q);
 		rpage_tcp_rx_expect_data(q, bytes);
@@ -279,20 +330,54 @@ int rpage_tcp_serve_begin(struct rpage_tcp_queue *q)
 	}
 }
 
+/**
+ * rpage_tcp_serve_data - receives part of a write's data, without waiting
+ * @q: an exporter's connection in the data phase of a write.
+ * @off: where the part starts in its page.
+ * @n: its bytes, to the end of the page at most.
+ *
+ * Into the pool, in an access section, if the write was accepted and the
+ * pool is still there; dropped otherwise, and once the pool is gone the
+ * rest of the write is dropped too and answered RPAGE_IO_NO_POOL.
+ * Returns bytes received, or -errno.
+ */
+int rpage_tcp_serve_data(struct rpage_tcp_queue *q, u32 off, u32 n)
+{
+	const struct rpage_msg_io *io = &q->rx_io;
+	const struct rpage_pool *pool = NULL;
+	struct page *page;
+	void *va;
+	int idx, ret;
+
+	if (q->rx_status == RPAGE_IO_OK) {
+		idx = rpage_pool_access_begin();
+		pool = rpage_pool_lookup(le64_to_cpu(io->pool_id),
+					 le64_to_cpu(io->generation));
+		if (!pool) {
+			rpage_pool_access_end(idx);
+			q->rx_status = RPAGE_IO_NO_POOL;
+		}
+	}
+	if (!pool)
+		return rpage_tcp_recv(q, q->rx_buf,
+				      min_t(u32, n, sizeof(q->rx_buf)));
+	page = rpage_pool_page(pool, le64_to_cpu(io->offset) +
+			       (q->rx_data_have & PAGE_MASK));
+	va = kmap_local_page(page);
+	ret = rpage_tcp_recv(q, va + off, n);
+	kunmap_local(va);
+	rpage_pool_access_end(idx);
+	return ret;
+}
+
 /*
- * The page the data phase's page @index goes to, or NULL to drop it: a
- * refused write, or the answer of a request its transfer abandoned.
+ * A reader's page that the data phase's page @index goes to, or NULL to
+ * drop it: the answer of a request its transfer abandoned.
  */
 struct page *rpage_tcp_rx_page(struct rpage_tcp_queue *q, u32 index)
 {
 	struct rpage_tcp_req *req = q->rx_req;
 
-	if (q->conn->inbound) {
-		if (!q->rx_pool)
-			return NULL;
-		return rpage_pool_page(q->rx_pool, le64_to_cpu(q->rx_io.offset) +
-				       ((u64)index << PAGE_SHIFT));
-	}
 	if (req->state == RPAGE_TCP_REQ_ABANDONED)
 		return NULL;
 	return req->tr->run.x->pages[req->first + index];
@@ -301,13 +386,8 @@ struct page *rpage_tcp_rx_page(struct rpage_tcp_queue *q, u32 index)
 /* The data phase is over: a write is answered, a read's request done. */
 int rpage_tcp_rx_data_done(struct rpage_tcp_queue *q)
 {
-	if (q->conn->inbound) {
-		rpage_tcp_answer(q, q->rx_status, NULL);
-		if (q->rx_pool)
-			rpage_pool_put_listed(q->rx_pool);
-		q->rx_pool = NULL;
-		return 0;
-	}
+	if (q->conn->inbound)
+		return rpage_tcp_answer(q, q->rx_status, NULL, 0);
 	rpage_tcp_req_finish(q, q->rx_req, 0);
 	q->rx_req = NULL;
 	return 0;

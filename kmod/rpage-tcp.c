@@ -289,7 +289,7 @@ void rpage_tcp_lost(struct rpage_tcp_queue *q, const char *what, int err)
 }
 
 /* Receives up to @len bytes into @buf without waiting: bytes, or -errno. */
-static int rpage_tcp_recv(struct rpage_tcp_queue *q, void *buf, size_t len)
+int rpage_tcp_recv(struct rpage_tcp_queue *q, void *buf, size_t len)
 {
 	struct kvec iov = { .iov_base = buf, .iov_len = len };
 	struct msghdr msg = { .msg_flags = MSG_DONTWAIT };
@@ -370,10 +370,13 @@ static int rpage_tcp_rx_data(struct rpage_tcp_queue *q)
 {
 	u32 off = q->rx_data_have & ~PAGE_MASK;
 	u32 n = min_t(u32, PAGE_SIZE - off, q->rx_data_len - q->rx_data_have);
-	struct page *page = rpage_tcp_rx_page(q, q->rx_data_have >> PAGE_SHIFT);
+	struct page *page;
 	void *va;
 	int ret;
 
+	if (q->conn->inbound)
+		return rpage_tcp_serve_data(q, off, n);
+	page = rpage_tcp_rx_page(q, q->rx_data_have >> PAGE_SHIFT);
 	if (!page)
 		return rpage_tcp_recv(q, q->rx_buf, min_t(u32, n, sizeof(q->rx_buf)));
 	va = kmap_local_page(page);
@@ -545,8 +548,7 @@ static void rpage_tcp_queue_kill(struct rpage_tcp_queue *q)
 /*
  * Tears down the queue of @conn, which is marked closed: once nobody
  * uses the connection any more, its callbacks and receive work are
- * stopped, and the socket released. An exporter's write being received
- * gives its pool back.
+ * stopped, and the socket released.
  */
 static void rpage_tcp_queue_destroy(struct rpage_conn *conn)
 {
@@ -559,8 +561,6 @@ static void rpage_tcp_queue_destroy(struct rpage_conn *conn)
 	conn->tp = NULL;
 	up_write(&conn->users);
 	rpage_tcp_callbacks_clear(q);
-	if (q->rx_pool)
-		rpage_pool_put_listed(q->rx_pool);
 	sock_release(q->sock);
 	kvfree(q);
 }

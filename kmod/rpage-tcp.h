@@ -78,9 +78,9 @@ enum rpage_tcp_rx_phase {
  * @rx_data_have: bytes of the data phase received.
  * @rx_data_len: bytes of the data phase.
  * @rx_req: a reader's request whose pages arrive now.
- * @rx_pool: an exporter's pool a write goes to now, held; NULL: the
- *	write was refused and its bytes are dropped.
- * @rx_status: an exporter's answer to the write being received.
+ * @rx_status: an exporter's answer to the write being received: its
+ *	bytes go to the pool while it is RPAGE_IO_OK, and are dropped
+ *	otherwise.
  * @rx_io: the read or write frame being received.
  * @saved_data_ready: the socket's callbacks before ours.
  * @saved_state_change: ditto.
@@ -106,7 +106,6 @@ struct rpage_tcp_queue {
 	u32 rx_data_have;
 	u32 rx_data_len;
 	struct rpage_tcp_req *rx_req;
-	struct rpage_pool *rx_pool;
 	u32 rx_status;
 	struct rpage_msg_io rx_io;
 	void (*saved_data_ready)(struct sock *sk);
@@ -119,12 +118,14 @@ struct rpage_tcp_queue {
 int rpage_tcp_send(struct rpage_tcp_queue *q, const void *frame, size_t len,
 		   struct page **pages, unsigned int nr, struct rpage_xfer *x);
 int rpage_tcp_rx(struct rpage_tcp_queue *q);
+int rpage_tcp_recv(struct rpage_tcp_queue *q, void *buf, size_t len);
 void rpage_tcp_rx_expect_data(struct rpage_tcp_queue *q, u32 len);
 void rpage_tcp_lost(struct rpage_tcp_queue *q, const char *what, int err);
 
 /* rpage-tcp-xfer.c */
 int rpage_tcp_serve_begin(struct rpage_tcp_queue *q);
 int rpage_tcp_answer_begin(struct rpage_tcp_queue *q);
+int rpage_tcp_serve_data(struct rpage_tcp_queue *q, u32 off, u32 n);
 struct page *rpage_tcp_rx_page(struct rpage_tcp_queue *q, u32 index);
 int rpage_tcp_rx_data_done(struct rpage_tcp_queue *q);
 struct rpage_xfer_run *rpage_tcp_run_alloc(struct rpage_xfer *x, size_t tail,

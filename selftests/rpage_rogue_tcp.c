@@ -30,6 +30,17 @@
  * crowd the others out. Prints "strangers opened N closed N longest MS"
  * (the longest a connection the exporter closed stayed open) and exits
  * 0: the test judges.
+ *
+ *	rpage_rogue_tcp --from SRC --to DST [--port P] --destroy ID
+ *
+ * Pools this process exports of its own memory (ids ID to ID + 2, on
+ * the host it runs on, DST being that host's endpoint), destroyed while
+ * the rogue reader has requests of them under way: a write whose second
+ * half is sent after the destroy returned must not land; a process that
+ * exits while the rogue holds half a write of its pool must have its
+ * pages unpinned; and a read checked before a destroy must not be
+ * answered with what the process wrote after it. Lines and exit status
+ * as for the requests above.
  */
 #include <arpa/inet.h>
 #include <endian.h>
@@ -48,6 +59,10 @@
 #include <unistd.h>
 
 #include <linux/rpage.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+
+#include "rpage_test.h"
 
 #include "../kmod/rpage-proto.h"
 
@@ -109,6 +124,25 @@ static int read_all(int fd, void *buf, size_t len)
 		len -= n;
 	}
 	return 0;
+}
+
+/* Reads up to @len bytes, until the end or an error: how many it read. */
+static size_t read_upto(int fd, void *buf, size_t len)
+{
+	size_t got = 0;
+
+	while (got < len) {
+		struct pollfd p = { .fd = fd, .events = POLLIN };
+		ssize_t n;
+
+		if (poll(&p, 1, TIMEOUT_MS) != 1)
+			break;
+		n = read(fd, (char *)buf + got, len - got);
+		if (n <= 0)
+			break;
+		got += n;
+	}
+	return got;
 }
 
 static int write_all(int fd, const void *buf, size_t len)
@@ -495,6 +529,281 @@ static void hellos(void)
 		       ret, ms_since(&t0));
 }
 
+/* Pages pinned in the whole system now (/proc/vmstat): -1 if unknown. */
+static long pinned_pages(void)
+{
+	long acquired = -1, released = -1, v;
+	char name[64];
+	FILE *f = fopen("/proc/vmstat", "r");
+
+	if (!f)
+		return -1;
+	while (fscanf(f, "%63s %ld", name, &v) == 2) {
+		if (!strcmp(name, "nr_foll_pin_acquired"))
+			acquired = v;
+		else if (!strcmp(name, "nr_foll_pin_released"))
+			released = v;
+	}
+	fclose(f);
+	return acquired < 0 || released < 0 ? -1 : acquired - released;
+}
+
+/* Exports @len bytes at @mem, each byte @fill, as writable pool @id. */
+static int export_own(int fd, uint64_t id, void *mem, size_t len, int fill)
+{
+	struct rpage_pool_export ex = {
+		.id = id,
+		.addr = (uintptr_t)mem,
+		.length = len,
+		.flags = RPAGE_POOL_WRITABLE,
+	};
+
+	memset(mem, fill, len);
+	return rpage_pool_export(fd, &ex);
+}
+
+static int destroy_own(int fd, uint64_t id)
+{
+	struct rpage_pool_destroy d = { .id = id };
+
+	return rpage_pool_destroy(fd, &d);
+}
+
+/* How many bytes of @p, @len of them, are not @byte. */
+static size_t count_not(const uint8_t *p, size_t len, int byte)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < len; i++)
+		n += p[i] != (uint8_t)byte;
+	return n;
+}
+
+static void *mem_alloc(size_t len)
+{
+	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	return p == MAP_FAILED ? NULL : p;
+}
+
+/*
+ * A write of 64 KiB, its first half sent, then the pool destroyed, then
+ * the second half: none of the second half may land.
+ */
+static void destroy_mid_write(int rfd, uint64_t id)
+{
+	const char *name = "write_cut_short_by_a_destroy";
+	size_t half = RPAGE_MSG_IO_MAX / 2;
+	static uint8_t data[RPAGE_MSG_IO_MAX];
+	size_t len = 1 << 20, landed;
+	struct rpage_msg_io req;
+	uint8_t *mem = mem_alloc(len);
+	int fd, ret;
+
+	if (!mem || export_own(rfd, id, mem, len, 0x11)) {
+		result(name, "exporting pool %llu: %s", (unsigned long long)id,
+		       strerror(errno));
+		return;
+	}
+	pool_id = id;
+	pool_gen = 0;
+	fd = session(name);
+	if (fd < 0) {
+		destroy_own(rfd, id);
+		return;
+	}
+	memset(data, 0xee, sizeof(data));
+	req = io_frame(RPAGE_MSG_WRITE_REQ, 1, id, pool_gen, 0, sizeof(data));
+	req.hdr.length = htole32(sizeof(req) + sizeof(data));
+	if (write_all(fd, &req, sizeof(req)) || write_all(fd, data, half)) {
+		result(name, "sending the first half");
+		goto out;
+	}
+	/* The exporter takes the first half in. */
+	usleep(500 * 1000);
+	if (destroy_own(rfd, id)) {
+		result(name, "destroying the pool: %s", strerror(errno));
+		goto out;
+	}
+	/* The destroy has returned: nothing more may land. */
+	write_all(fd, data + half, sizeof(data) - half);
+	usleep(500 * 1000);
+	landed = count_not(mem + half, len - half, 0x11);
+	printf("# first half landed %zu of %zu bytes, after the destroy %zu\n",
+	       half - count_not(mem, half, 0xee), half, landed);
+	ret = landed ? -1 : 0;
+	result(name, ret ? "%zu bytes landed after the destroy returned" : NULL,
+	       landed);
+out:
+	close(fd);
+	munmap(mem, len);
+}
+
+/*
+ * A child process exports a pool and exits while the rogue holds half a
+ * write of it: its pages must be unpinned all the same, within the
+ * exporter's wait for its readers (io_timeout_ms).
+ */
+static void exit_mid_write(uint64_t id, unsigned int wait_s)
+{
+	const char *name = "exiting_exporter_unpinned_under_a_held_write";
+	static uint8_t data[RPAGE_MSG_IO_MAX];
+	size_t len = 2 << 20;
+	long base = pinned_pages(), now = -1;
+	struct rpage_msg_io req;
+	int ready[2], go[2], fd = -1, status;
+	unsigned int waited;
+	pid_t child;
+	char c = 0;
+
+	if (base < 0 || pipe(ready) || pipe(go)) {
+		result(name, "no pin counters in /proc/vmstat, or no pipe");
+		return;
+	}
+	child = fork();
+	if (child == 0) {
+		int cfd = rpage_test_open();
+		uint8_t *mem = mem_alloc(len);
+
+		if (cfd < 0 || !mem || export_own(cfd, id, mem, len, 0x22))
+			_exit(1);
+		c = 1;
+		if (write(ready[1], &c, 1) != 1 || read(go[0], &c, 1) != 1)
+			_exit(1);
+		/* Exits with its pool exported: the file's close destroys it. */
+		_exit(0);
+	}
+	if (read(ready[0], &c, 1) != 1 || c != 1) {
+		result(name, "the child did not export its pool");
+		goto out;
+	}
+	pool_id = id;
+	pool_gen = 0;
+	fd = session(name);
+	if (fd < 0)
+		goto out;
+	req = io_frame(RPAGE_MSG_WRITE_REQ, 1, id, pool_gen, 0, sizeof(data));
+	req.hdr.length = htole32(sizeof(req) + sizeof(data));
+	if (write_all(fd, &req, sizeof(req)) ||
+	    write_all(fd, data, sizeof(data) / 2)) {
+		result(name, "sending half a write");
+		goto out;
+	}
+	usleep(500 * 1000);
+	printf("# pinned before the export %ld, with it %ld\n", base,
+	       pinned_pages());
+	if (write(go[1], &c, 1) != 1 || waitpid(child, &status, 0) != child) {
+		result(name, "the child did not exit");
+		goto out;
+	}
+	child = 0;
+	for (waited = 0; waited < wait_s * 10; waited++) {
+		now = pinned_pages();
+		if (now <= base)
+			break;
+		usleep(100 * 1000);
+	}
+	printf("# pinned %ld ms after the exit: %ld\n", waited * 100L, now);
+	result(name, now > base ? "%ld pages still pinned after %u s" : NULL,
+	       now - base, wait_s);
+out:
+	if (child > 0) {
+		c = 0;
+		if (write(go[1], &c, 1) < 0)
+			kill(child, SIGKILL);
+		waitpid(child, &status, 0);
+	}
+	if (fd >= 0)
+		close(fd);
+	close(ready[0]);
+	close(ready[1]);
+	close(go[0]);
+	close(go[1]);
+}
+
+/*
+ * Reads asked for and left unread, so that the exporter's answers wait
+ * in the sockets; the pool destroyed, then its memory written over: no
+ * answer may carry what was written after the destroy.
+ */
+static void read_across_a_destroy(int rfd, uint64_t id)
+{
+	const char *name = "read_answers_hold_what_was_there_before_the_destroy";
+	static uint8_t out[RPAGE_MSG_IO_MAX];
+	size_t len = 1 << 20, bad = 0, got = 0, n;
+	unsigned int i, nr = 512, answered = 0;
+	uint8_t *mem = mem_alloc(len);
+	int fd;
+	struct rpage_msg_io req, a;
+
+	if (!mem || export_own(rfd, id, mem, len, 0x11)) {
+		result(name, "exporting pool %llu: %s", (unsigned long long)id,
+		       strerror(errno));
+		return;
+	}
+	pool_id = id;
+	pool_gen = 0;
+	fd = session(name);
+	if (fd < 0) {
+		destroy_own(rfd, id);
+		return;
+	}
+	/* More than the sockets hold: the exporter waits to send the rest. */
+	for (i = 0; i < nr; i++) {
+		req = io_frame(RPAGE_MSG_READ_REQ, i % 64, id, pool_gen,
+			       (uint64_t)(i % 16) * RPAGE_MSG_IO_MAX,
+			       RPAGE_MSG_IO_MAX);
+		if (write_all(fd, &req, sizeof(req)))
+			break;
+	}
+	usleep(500 * 1000);
+	if (destroy_own(rfd, id)) {
+		result(name, "destroying the pool: %s", strerror(errno));
+		goto out;
+	}
+	/* The process's memory is its own again: it writes what it likes. */
+	memset(mem, 0xaa, len);
+	for (;;) {
+		if (read_all(fd, &a, sizeof(a)))
+			break;
+		if (le32toh(a.status) != RPAGE_IO_OK)
+			continue;
+		/* The last may be cut short by the exporter giving up on us. */
+		n = read_upto(fd, out, sizeof(out));
+		got += n;
+		answered += n == sizeof(out);
+		bad += n - count_not(out, n, 0xaa);
+		if (n < sizeof(out))
+			break;
+	}
+	printf("# %u reads answered with data after the destroy began (%zu bytes), %zu bytes written after it\n",
+	       answered, got, bad);
+	if (!got)
+		result(name, "no read was answered with data");
+	else
+		result(name, bad ? "%zu bytes were written after the destroy" :
+		       NULL, bad);
+out:
+	close(fd);
+	munmap(mem, len);
+}
+
+static int destroys(uint64_t id)
+{
+	int rfd = rpage_test_open();
+
+	if (rfd < 0) {
+		fprintf(stderr, "opening /dev/rpage: %s\n", strerror(errno));
+		return 2;
+	}
+	destroy_mid_write(rfd, id);
+	exit_mid_write(id + 1, 30);
+	read_across_a_destroy(rfd, id + 2);
+	close(rfd);
+	return failures ? 1 : 0;
+}
+
 /* What one of the strangers' connections does. */
 enum stranger_kind { STRANGER_SILENT, STRANGER_GARBAGE, STRANGER_REOPEN };
 
@@ -604,6 +913,7 @@ int main(int argc, char **argv)
 	const char *src = NULL, *dst = NULL;
 	int port = RPAGE_DEFAULT_PORT;
 	unsigned int nr_strangers = 0, seconds = 0;
+	uint64_t destroy_id = 0;
 
 	for (int i = 1; i + 1 < argc; i += 2) {
 		if (!strcmp(argv[i], "--from"))
@@ -618,9 +928,11 @@ int main(int argc, char **argv)
 			nr_strangers = atoi(argv[i + 1]);
 		else if (!strcmp(argv[i], "--seconds"))
 			seconds = atoi(argv[i + 1]);
+		else if (!strcmp(argv[i], "--destroy"))
+			destroy_id = strtoull(argv[i + 1], NULL, 0);
 	}
-	if (!src || !dst || (!pool_id && !nr_strangers)) {
-		fprintf(stderr, "usage: %s --from SRC --to DST [--port P] { --pool ID | --strangers N --seconds S }\n",
+	if (!src || !dst || (!pool_id && !nr_strangers && !destroy_id)) {
+		fprintf(stderr, "usage: %s --from SRC --to DST [--port P] { --pool ID | --strangers N --seconds S | --destroy ID }\n",
 			argv[0]);
 		return 2;
 	}
@@ -634,6 +946,8 @@ int main(int argc, char **argv)
 	}
 	if (nr_strangers)
 		return strangers(nr_strangers, seconds);
+	if (destroy_id)
+		return destroys(destroy_id);
 	requests();
 	bad_frames();
 	hellos();

@@ -16,7 +16,9 @@ GUARD_PATTERN=$SELFTESTS/rpage_pattern
 
 test_guard_setup() {
 	modprobe ib_core && modprobe rdma_cm || return
-	insmod "$RPAGE_KO" qps_per_peer=2 || fail "insmod" || return
+	# A destroy waits for a reader that never acknowledges this long.
+	insmod "$RPAGE_KO" qps_per_peer=2 io_timeout_ms=$((4000 * RPAGE_SLOW)) ||
+		fail "insmod" || return
 	"$RPAGECTL" endpoint add "$GUARD_ADDR" || fail "endpoint add" || return
 	"$RPAGECTL" peer add tcp addr "$GUARD_ADDR" || fail "peer add tcp" || return
 	wait_until 30 peer_is tcp connected || fail "tcp not connected" || return
@@ -110,6 +112,23 @@ test_guard_tcp_peer_cannot_crowd_out_others() {
 		fail "the log does not name the rogue"
 }
 
+# Pools a process exports of its own memory, destroyed under the rogue's
+# TCP requests (rpage_rogue_tcp --destroy): once the destroy has returned
+# no byte of a write lands, a process that exits has its pages unpinned
+# though the rogue still holds half a write, and no read's answer carries
+# what the process wrote after the destroy.
+test_guard_tcp_destroy_ends_every_access() {
+	local out=/tmp/destroy.out rc
+	"$RPAGECTL" peer add rogue addr "$GUARD_ROGUE_ADDR" transport tcp || return
+	"$GUARD_ROGUE" --from "$GUARD_ROGUE_ADDR" --to "$GUARD_ADDR" \
+		--port "$GUARD_PORT" --destroy 40 > "$out" 2>&1
+	rc=$?
+	cat "$out"
+	"$RPAGECTL" peer del rogue || return
+	expect_eq "$rc" 0 "the rogue's cases went as they should" || return
+	"$GUARD_PATTERN" read tcp 2 0 8M --seed 7 || fail "tcp read wrong after the rogue"
+}
+
 test_guard_teardown() {
 	"$RPAGECTL" peer del tcp || fail "peer del tcp" || return
 	"$RPAGECTL" pool destroy 2 || fail "pool destroy 2" || return
@@ -120,6 +139,7 @@ tap_begin guard
 run_test guard_setup test_guard_setup
 run_test tcp_strangers_lock_out_nobody test_guard_tcp_strangers_lock_out_nobody
 run_test tcp_peer_cannot_crowd_out_others test_guard_tcp_peer_cannot_crowd_out_others
+run_test tcp_destroy_ends_every_access test_guard_tcp_destroy_ends_every_access
 run_test guard_teardown test_guard_teardown
 tap_end
 rpage_loaded && rpage_unload
