@@ -805,6 +805,7 @@ static struct rpage_peer *rpage_peer_alloc(const struct rpage_peer_config *cfg,
 	peer->id = atomic_inc_return(&rpage_next_peer_id);
 	spin_lock_init(&peer->rpools_lock);
 	INIT_LIST_HEAD(&peer->rpools);
+	rpage_peer_acks_init(peer);
 	return peer;
 }
 

@@ -364,6 +364,10 @@ enum rpage_peer_state {
  * @rpools: the pools the peer exports to us (struct rpage_rpool).
  * @nr_rpools: how many are on @rpools, under @rpools_lock.
  * @nr_rregions: their memory regions, all told, under @rpools_lock.
+ * @acks_lock: protects @acks and @nr_acks.
+ * @acks: withdrawals to acknowledge to it (struct rpage_ack), in order.
+ * @nr_acks: how many, RPAGE_ACKS_MAX at most.
+ * @ack_work: sends @acks; holds a reference on the peer while queued.
  * @rcu: frees it once no fault (under RCU) can still be counting in
  *	@fault_counters through a mapping it was just detached from.
  */
@@ -415,6 +419,10 @@ struct rpage_peer {
 	struct list_head rpools;
 	u32 nr_rpools;
 	u32 nr_rregions;
+	spinlock_t acks_lock;		/* see kernel-doc */
+	struct list_head acks;
+	unsigned int nr_acks;
+	struct work_struct ack_work;
 	struct rcu_head rcu;
 };
 
@@ -820,6 +828,7 @@ struct rpage_rpool *rpage_rpool_get(struct rpage_peer *peer, u64 pool_id,
 void rpage_rpool_put(struct rpage_rpool *rpool);
 bool rpage_rpool_withdrawn(struct rpage_rpool *rpool);
 void rpage_rpools_clear(struct rpage_peer *peer);
+void rpage_peer_acks_init(struct rpage_peer *peer);
 long rpage_ioctl_remote_pool_list(struct rpage_file *rfile, void __user *argp);
 
 /* rpage-pool.c */

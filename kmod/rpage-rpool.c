@@ -20,46 +20,114 @@ static void rpage_rpool_free(struct rpage_rpool *rpool)
 	kfree(rpool);
 }
 
-/**
- * struct rpage_ack_work - acknowledges a withdrawn pool to its exporter
- * @work: runs rpage_ack_work_fn().
- * @peer: the exporter; a reference is held.
- * @msg: the acknowledgment.
+/*
+ * Acknowledgments a peer may have waiting to be sent at once. An
+ * exporter that has this many unsent is not reading what it is sent
+ * (they go in order on its first connection): the rest are dropped,
+ * which costs it only its own wait for them.
  */
-struct rpage_ack_work {
-	struct work_struct work;
-	struct rpage_peer *peer;
-	struct rpage_msg_pool_del_ack msg;
+#define RPAGE_ACKS_MAX	256
+
+/**
+ * struct rpage_ack - a withdrawal to acknowledge to its exporter
+ * @entry: link in the peer's @acks.
+ * @pool_id: the pool.
+ * @generation: its incarnation.
+ */
+struct rpage_ack {
+	struct list_head entry;
+	u64 pool_id;
+	u64 generation;
 };
 
+/* Sends the peer's acknowledgments, one at a time, in order. */
 static void rpage_ack_work_fn(struct work_struct *work)
 {
-	struct rpage_ack_work *aw = container_of(work, struct rpage_ack_work, work);
+	struct rpage_peer *peer = container_of(work, struct rpage_peer,
+					       ack_work);
+	struct rpage_msg_pool_del_ack msg = {
+		.hdr.type = cpu_to_le16(RPAGE_MSG_POOL_DEL_ACK),
+		.hdr.length = cpu_to_le32(sizeof(msg)),
+	};
+	struct rpage_ack *a;
 
-	/* Not connected: the exporter stops waiting after its timeout. */
-	rpage_peer_send_ctl(aw->peer, &aw->msg, sizeof(aw->msg));
-	rpage_peer_put(aw->peer);
-	kfree(aw);
+	for (;;) {
+		spin_lock(&peer->acks_lock);
+		a = list_first_entry_or_null(&peer->acks, struct rpage_ack,
+					     entry);
+		if (a) {
+			list_del(&a->entry);
+			peer->nr_acks--;
+		}
+		spin_unlock(&peer->acks_lock);
+		if (!a)
+			break;
+		msg.pool_id = cpu_to_le64(a->pool_id);
+		msg.generation = cpu_to_le64(a->generation);
+		kfree(a);
+		/* Not connected: the exporter stops waiting after its timeout. */
+		rpage_peer_send_ctl(peer, &msg, sizeof(msg));
+		cond_resched();
+	}
+	/* Held while queued (see rpage_peer_ack()). */
+	rpage_peer_put(peer);
+}
+
+void rpage_peer_acks_init(struct rpage_peer *peer)
+{
+	spin_lock_init(&peer->acks_lock);
+	INIT_LIST_HEAD(&peer->acks);
+	INIT_WORK(&peer->ack_work, rpage_ack_work_fn);
+}
+
+/*
+ * Queues the acknowledgment of pool @pool_id incarnation @generation
+ * for @peer, which the caller holds: once per incarnation, and at most
+ * RPAGE_ACKS_MAX waiting, so that what an exporter makes us keep and
+ * the work it makes us do stay bounded, however it floods us. One work
+ * per peer sends them, so that a peer that never reads holds up only
+ * its own acknowledgments, never the work of another peer.
+ */
+static void rpage_peer_ack(struct rpage_peer *peer, u64 pool_id,
+			   u64 generation)
+{
+	struct rpage_ack *a, *e;
+	bool queued = false, dup = false;
+
+	a = kmalloc(sizeof(*a), GFP_KERNEL);
+	spin_lock(&peer->acks_lock);
+	list_for_each_entry(e, &peer->acks, entry) {
+		if (e->pool_id == pool_id && e->generation == generation) {
+			dup = true;
+			break;
+		}
+	}
+	if (a && !dup && peer->nr_acks < RPAGE_ACKS_MAX) {
+		a->pool_id = pool_id;
+		a->generation = generation;
+		list_add_tail(&a->entry, &peer->acks);
+		peer->nr_acks++;
+		if (queue_work(rpage_wq, &peer->ack_work))
+			kref_get(&peer->ref);
+		queued = true;
+	}
+	spin_unlock(&peer->acks_lock);
+	if (queued)
+		return;
+	kfree(a);
+	if (dup)
+		return;
+	atomic64_inc(&peer->refused_msgs);
+	pr_warn_ratelimited("peer %s: %u acknowledgments unsent, it reads none: dropped one of pool %llu\n",
+			    peer->name, RPAGE_ACKS_MAX, pool_id);
 }
 
 static void rpage_rpool_release(struct kref *ref)
 {
 	struct rpage_rpool *rpool = container_of(ref, struct rpage_rpool, ref);
-	struct rpage_ack_work *aw;
 
-	if (rpool->withdrawn) {
-		aw = kzalloc(sizeof(*aw), GFP_KERNEL);
-		if (aw) {
-			kref_get(&rpool->peer->ref);
-			aw->peer = rpool->peer;
-			aw->msg.hdr.type = cpu_to_le16(RPAGE_MSG_POOL_DEL_ACK);
-			aw->msg.hdr.length = cpu_to_le32(sizeof(aw->msg));
-			aw->msg.pool_id = cpu_to_le64(rpool->id);
-			aw->msg.generation = cpu_to_le64(rpool->generation);
-			INIT_WORK(&aw->work, rpage_ack_work_fn);
-			queue_work(rpage_wq, &aw->work);
-		}
-	}
+	if (rpool->withdrawn)
+		rpage_peer_ack(rpool->peer, rpool->id, rpool->generation);
 	rpage_rpool_free(rpool);
 }
 
@@ -302,27 +370,12 @@ static int rpage_rpool_del(struct rpage_peer *peer,
 		}
 	}
 	spin_unlock(&peer->rpools_lock);
-	if (found) {
+	if (found)
 		/* The last transfer out acknowledges; maybe this. */
 		rpage_rpool_put(found);
-	} else {
+	else
 		/* Never had it: nothing to wait for. */
-		struct rpage_msg_pool_del_ack ack = {
-			.hdr.type = cpu_to_le16(RPAGE_MSG_POOL_DEL_ACK),
-			.hdr.length = cpu_to_le32(sizeof(ack)),
-			.pool_id = msg->pool_id,
-			.generation = msg->generation,
-		};
-		struct rpage_ack_work *aw = kzalloc(sizeof(*aw), GFP_KERNEL);
-
-		if (aw) {
-			kref_get(&peer->ref);
-			aw->peer = peer;
-			aw->msg = ack;
-			INIT_WORK(&aw->work, rpage_ack_work_fn);
-			queue_work(rpage_wq, &aw->work);
-		}
-	}
+		rpage_peer_ack(peer, id, generation);
 	return 0;
 }
 

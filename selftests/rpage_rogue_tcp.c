@@ -41,6 +41,16 @@
  * pages unpinned; and a read checked before a destroy must not be
  * answered with what the process wrote after it. Lines and exit status
  * as for the requests above.
+ *
+ *	rpage_rogue_tcp --listen ADDR [--port P] --flood S
+ *
+ * An exporter that floods its reader: it listens on ADDR (the reader
+ * has it as a TCP peer), answers each connection's hello, sends an
+ * empty pool table on the first, and then, for S seconds, withdrawals
+ * of pools it never announced and heartbeats, as fast as the socket
+ * takes them, never reading a byte more of what the reader sends back.
+ * A connection the reader drops is taken again when it comes back.
+ * Prints "flood sent N messages over M connections" and exits 0.
  */
 #include <arpa/inet.h>
 #include <endian.h>
@@ -804,6 +814,98 @@ static int destroys(uint64_t id)
 	return failures ? 1 : 0;
 }
 
+/* Takes the hello of a reader's connection @fd and answers it: its index. */
+static int flood_hello(int fd)
+{
+	struct rpage_msg_tcp_hello f, reply;
+	struct rpage_msg_pool_sync sync;
+
+	if (read_frame(fd, &f, sizeof(f)) != sizeof(f) ||
+	    le16toh(f.hdr.type) != RPAGE_MSG_TCP_HELLO)
+		return -1;
+	reply = hello_frame(RPAGE_PROTO_MAJOR);
+	reply.hello.qp_index = f.hello.qp_index;
+	reply.hello.nr_qps = f.hello.nr_qps;
+	if (write_all(fd, &reply, sizeof(reply)))
+		return -1;
+	if (f.hello.qp_index)
+		return le16toh(f.hello.qp_index);
+	memset(&sync, 0, sizeof(sync));
+	sync.hdr.type = htole16(RPAGE_MSG_POOL_SYNC);
+	sync.hdr.length = htole32(sizeof(sync));
+	return write_all(fd, &sync, sizeof(sync)) ? -1 : 0;
+}
+
+static int flood(const char *addr, int port, unsigned int seconds)
+{
+	/* A batch of withdrawals, then a heartbeat, over and over. */
+	struct {
+		struct rpage_msg_pool_del del[63];
+		struct rpage_msg_heartbeat hb;
+	} batch;
+	int lfd, cfd = -1, one = 1, small = 4096, fd;
+	unsigned long sent = 0, conns = 0, next = 1;
+	struct sockaddr_in la = { .sin_family = AF_INET };
+	struct timespec t0;
+	unsigned int i;
+
+	la.sin_port = htons(port);
+	lfd = socket(AF_INET, SOCK_STREAM, 0);
+	if (lfd < 0 || inet_pton(AF_INET, addr, &la.sin_addr) != 1)
+		return 2;
+	setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	/* Accepted connections take it: what we never read fills quickly. */
+	setsockopt(lfd, SOL_SOCKET, SO_RCVBUF, &small, sizeof(small));
+	if (bind(lfd, (struct sockaddr *)&la, sizeof(la)) || listen(lfd, 16)) {
+		fprintf(stderr, "listening on %s:%d: %s\n", addr, port,
+			strerror(errno));
+		return 2;
+	}
+	memset(&batch, 0, sizeof(batch));
+	batch.hb.hdr.type = htole16(RPAGE_MSG_HEARTBEAT);
+	batch.hb.hdr.length = htole32(sizeof(batch.hb));
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	while (ms_since(&t0) < seconds * 1000L) {
+		struct pollfd p = { .fd = lfd, .events = POLLIN };
+
+		if (poll(&p, 1, cfd < 0 ? 100 : 0) == 1) {
+			fd = accept(lfd, NULL, NULL);
+			if (fd >= 0 && flood_hello(fd) == 0) {
+				if (cfd >= 0)
+					close(cfd);
+				cfd = fd;
+				conns++;
+			} else if (fd >= 0) {
+				/* The other connections: kept open, never read. */
+				conns++;
+			}
+		}
+		if (cfd < 0)
+			continue;
+		for (i = 0; i < 63; i++) {
+			batch.del[i].hdr.type = htole16(RPAGE_MSG_POOL_DEL);
+			batch.del[i].hdr.length = htole32(sizeof(batch.del[i]));
+			batch.del[i].pool_id = htole64(1000000 + next);
+			batch.del[i].generation = htole64(next++);
+		}
+		batch.hb.seq = htole64(next);
+		if (send(cfd, &batch, sizeof(batch), MSG_NOSIGNAL | MSG_DONTWAIT) ==
+		    (ssize_t)sizeof(batch)) {
+			sent += 64;
+			continue;
+		}
+		/* Partial or full: a frame may be cut, so this one is done. */
+		if (errno != EAGAIN) {
+			close(cfd);
+			cfd = -1;
+			continue;
+		}
+		usleep(1000);
+	}
+	printf("flood sent %lu messages over %lu connections\n", sent, conns);
+	return 0;
+}
+
 /* What one of the strangers' connections does. */
 enum stranger_kind { STRANGER_SILENT, STRANGER_GARBAGE, STRANGER_REOPEN };
 
@@ -914,6 +1016,8 @@ int main(int argc, char **argv)
 	int port = RPAGE_DEFAULT_PORT;
 	unsigned int nr_strangers = 0, seconds = 0;
 	uint64_t destroy_id = 0;
+	const char *listen_addr = NULL;
+	unsigned int flood_s = 0;
 
 	for (int i = 1; i + 1 < argc; i += 2) {
 		if (!strcmp(argv[i], "--from"))
@@ -930,10 +1034,17 @@ int main(int argc, char **argv)
 			seconds = atoi(argv[i + 1]);
 		else if (!strcmp(argv[i], "--destroy"))
 			destroy_id = strtoull(argv[i + 1], NULL, 0);
+		else if (!strcmp(argv[i], "--listen"))
+			listen_addr = argv[i + 1];
+		else if (!strcmp(argv[i], "--flood"))
+			flood_s = atoi(argv[i + 1]);
 	}
+	if (listen_addr && flood_s)
+		return flood(listen_addr, port, flood_s);
 	if (!src || !dst || (!pool_id && !nr_strangers && !destroy_id)) {
-		fprintf(stderr, "usage: %s --from SRC --to DST [--port P] { --pool ID | --strangers N --seconds S | --destroy ID }\n",
-			argv[0]);
+		fprintf(stderr, "usage: %s --from SRC --to DST [--port P] { --pool ID | --strangers N --seconds S | --destroy ID }\n"
+			"       %s --listen ADDR [--port P] --flood S\n",
+			argv[0], argv[0]);
 		return 2;
 	}
 	from.sin_family = AF_INET;

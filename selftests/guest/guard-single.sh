@@ -10,6 +10,9 @@ GUARD_ADDR=127.0.0.1
 GUARD_PORT=7471
 GUARD_STRANGER=127.0.0.3
 GUARD_ROGUE_ADDR=127.0.0.2
+GUARD_FLOODER=127.0.0.4
+GUARD_FLOOD_PORT=7472
+GUARD_FLOOD_S=60
 GUARD_ROGUE=$SELFTESTS/rpage_rogue_tcp
 GUARD_FAULT=$SELFTESTS/rpage_fault
 GUARD_PATTERN=$SELFTESTS/rpage_pattern
@@ -129,6 +132,49 @@ test_guard_tcp_destroy_ends_every_access() {
 	"$GUARD_PATTERN" read tcp 2 0 8M --seed 7 || fail "tcp read wrong after the rogue"
 }
 
+# The kernel's unreclaimable slab, in KiB.
+guard_slab_kb() {
+	awk '/^SUnreclaim:/ { print $2 }' /proc/meminfo
+}
+
+# An exporter (rpage_rogue_tcp --flood) that floods this host, its
+# reader, with withdrawals of pools it never had and heartbeats, for
+# 60 s, never reading what it is sent: the slab grows by less than
+# 1 MiB, and a peer added meanwhile connects as quickly as ever.
+test_guard_tcp_flooding_exporter_bounded() {
+	local out=/tmp/flood.out pid base kb max=0 t0 took late="" start=$SECONDS
+	base=$(guard_slab_kb)
+	"$GUARD_ROGUE" --listen "$GUARD_FLOODER" --port "$GUARD_FLOOD_PORT" \
+		--flood "$GUARD_FLOOD_S" > "$out" 2>&1 &
+	pid=$!
+	sleep 1
+	"$RPAGECTL" peer add flood addr "$GUARD_FLOODER" port "$GUARD_FLOOD_PORT" \
+		transport tcp || { kill "$pid"; return 1; }
+	while kill -0 "$pid" 2> /dev/null; do
+		kb=$(guard_slab_kb)
+		[ $((kb - base)) -gt "$max" ] && max=$((kb - base))
+		if [ -z "$late" ] && [ "$SECONDS" -ge $((start + 20)) ]; then
+			late=1
+			t0=${EPOCHREALTIME/./}
+			"$RPAGECTL" peer add late transport loop
+			wait_until 30 peer_is late connected
+			took=$(ms_since "$t0")
+			echo "a peer added 20 s into the flood connected after $took ms"
+		fi
+		sleep 1
+	done
+	wait "$pid"
+	cat "$out"
+	"$RPAGECTL" peer show flood
+	"$RPAGECTL" peer del flood
+	"$RPAGECTL" peer del late
+	echo "unreclaimable slab grew by at most $max KiB"
+	[ -n "$late" ] || fail "the flood ended before the late peer was added" || return
+	[ "$took" -lt $((5000 * RPAGE_SLOW)) ] ||
+		fail "the late peer took $took ms to connect" || return
+	[ "$max" -lt 1024 ] || fail "the slab grew by $max KiB"
+}
+
 test_guard_teardown() {
 	"$RPAGECTL" peer del tcp || fail "peer del tcp" || return
 	"$RPAGECTL" pool destroy 2 || fail "pool destroy 2" || return
@@ -140,6 +186,7 @@ run_test guard_setup test_guard_setup
 run_test tcp_strangers_lock_out_nobody test_guard_tcp_strangers_lock_out_nobody
 run_test tcp_peer_cannot_crowd_out_others test_guard_tcp_peer_cannot_crowd_out_others
 run_test tcp_destroy_ends_every_access test_guard_tcp_destroy_ends_every_access
+run_test tcp_flooding_exporter_bounded test_guard_tcp_flooding_exporter_bounded
 run_test guard_teardown test_guard_teardown
 tap_end
 rpage_loaded && rpage_unload
