@@ -43,6 +43,7 @@
  */
 #include "rpage-pri.h"
 
+#include <linux/fcntl.h>
 #include <linux/hashtable.h>
 #include <linux/hugetlb.h>
 #include <linux/mm.h>
@@ -89,6 +90,8 @@ struct rpage_pool_reg {
  * @kind: RPAGE_POOL_KERNEL or RPAGE_POOL_USER.
  * @owner: the file a user pool was exported through.
  * @owner_pid: the process that exported a user pool.
+ * @file: a writable file pool's file, held: counted as a writable mapping
+ *	of it while exported, so that it cannot be sealed against writes.
  * @pages: the memory, @nr_pages pages; released when the pool is
  *	destroyed (rpage_pool_finish()), not with the last reference.
  * @nr_pages: how many.
@@ -109,6 +112,7 @@ struct rpage_pool {
 	u32 kind;
 	struct rpage_file *owner;
 	pid_t owner_pid;
+	struct file *file;
 	struct page **pages;
 	unsigned long nr_pages;
 	struct list_head regs;
@@ -659,6 +663,11 @@ static void rpage_pool_free_pages(struct rpage_pool *pool)
 				set_page_dirty_lock(pool->pages[i]);
 			put_page(pool->pages[i]);
 		}
+		if (pool->file) {
+			mapping_unmap_writable(pool->file->f_mapping);
+			fput(pool->file);
+			pool->file = NULL;
+		}
 	} else {
 		for (i = 0; i < pool->nr_pages; i++)
 			if (pool->pages[i])
@@ -1020,6 +1029,40 @@ static int rpage_pool_file_pages(struct rpage_pool *pool, struct file *file,
 	return 0;
 }
 
+/* The seals of a memfd on tmpfs or hugetlbfs (@magic), F_SEAL_*. */
+static unsigned int rpage_file_seals(struct file *file, unsigned long magic)
+{
+	struct inode *inode = file_inode(file);
+
+	if (magic == HUGETLBFS_MAGIC)
+		return READ_ONCE(HUGETLBFS_I(inode)->seals);
+	return READ_ONCE(SHMEM_I(inode)->seals);
+}
+
+/*
+ * A writable pool of @file writes it the way a shared writable mapping
+ * does, and is counted as one while exported (as mmap() counts it):
+ * a file sealed with F_SEAL_WRITE is refused (-EPERM), and so is one
+ * sealed with F_SEAL_FUTURE_WRITE, which refuses new writable mappings;
+ * F_SEAL_WRITE cannot be added while the pool lives (fcntl() says
+ * EBUSY). The pool holds the file for the count.
+ */
+static int rpage_pool_file_writable(struct rpage_pool *pool, struct file *file,
+				    unsigned long magic)
+{
+	int ret;
+
+	ret = mapping_map_writable(file->f_mapping);
+	if (ret)
+		return ret;
+	if (rpage_file_seals(file, magic) & (F_SEAL_WRITE | F_SEAL_FUTURE_WRITE)) {
+		mapping_unmap_writable(file->f_mapping);
+		return -EPERM;
+	}
+	pool->file = get_file(file);
+	return 0;
+}
+
 long rpage_ioctl_pool_file(struct rpage_file *rfile, void __user *argp)
 {
 	struct rpage_pool_file arg;
@@ -1061,6 +1104,13 @@ long rpage_ioctl_pool_file(struct rpage_file *rfile, void __user *argp)
 	if (!pool) {
 		ret = -ENOMEM;
 		goto out;
+	}
+	if (arg.flags & RPAGE_POOL_WRITABLE) {
+		ret = rpage_pool_file_writable(pool, file, magic);
+		if (ret) {
+			rpage_pool_free_memory(pool);
+			goto out;
+		}
 	}
 	if (magic == HUGETLBFS_MAGIC)
 		ret = rpage_pool_hugetlb_pages(pool, file, arg.offset);

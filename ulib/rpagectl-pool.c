@@ -207,7 +207,7 @@ static int pool_create_file(const char *subject, const char *id_text,
 	const char *words = NULL;
 	struct statfs sfs;
 	struct stat st;
-	int fd, file, ret;
+	int fd, file, ret, seals;
 
 	file = open(path, (flags & RPAGE_POOL_WRITABLE ? O_RDWR : O_RDONLY) |
 		    O_CLOEXEC);
@@ -243,6 +243,8 @@ static int pool_create_file(const char *subject, const char *id_text,
 	}
 	ret = rpage_pool_file(fd, &pf);
 	close(fd);
+	/* Why a writable export was refused, if it was the file's seals. */
+	seals = (flags & RPAGE_POOL_WRITABLE) ? fcntl(file, F_GET_SEALS) : 0;
 	close(file);
 	if (!ret)
 		return 0;
@@ -255,6 +257,10 @@ static int pool_create_file(const char *subject, const char *id_text,
 		break;
 	case ENXIO:
 		words = "part of the range has no pages yet (hugetlbfs allocates them at first touch): preallocate them (QEMU's prealloc=on, or fallocate -l SIZE PATH)";
+		break;
+	case EPERM:
+		if (seals > 0 && (seals & (F_SEAL_WRITE | F_SEAL_FUTURE_WRITE)))
+			words = "the file is sealed against writes (F_SEAL_WRITE or F_SEAL_FUTURE_WRITE): it can only be exported read-only";
 		break;
 	case EEXIST:
 		words = "a pool with this id exists";

@@ -175,6 +175,72 @@ test_guard_tcp_flooding_exporter_bounded() {
 	[ "$max" -lt 1024 ] || fail "the slab grew by $max KiB"
 }
 
+# A process holding a 1 MiB memfd sealed with $1 (write, future-write or
+# none), as coprocess GUARD_MEMFD: it prints the memfd's path, then
+# answers each "seal" on its input with "sealed" or "refused ERRNO" for
+# an attempt to add F_SEAL_WRITE.
+guard_memfd() {
+	coproc GUARD_MEMFD {
+		python3 -c '
+import fcntl, os, sys
+fd = os.memfd_create("guard", os.MFD_ALLOW_SEALING)
+os.write(fd, b"\x11" * (1 << 20))
+seals = {"write": fcntl.F_SEAL_WRITE, "future-write": 0x10, "none": 0}
+if seals[sys.argv[1]]:
+    fcntl.fcntl(fd, fcntl.F_ADD_SEALS, seals[sys.argv[1]])
+print("/proc/%d/fd/%d" % (os.getpid(), fd), flush=True)
+for line in sys.stdin:
+    try:
+        fcntl.fcntl(fd, fcntl.F_ADD_SEALS, fcntl.F_SEAL_WRITE)
+        print("sealed", flush=True)
+    except OSError as e:
+        print("refused %d" % e.errno, flush=True)
+' "$1"
+	}
+	read -r -t 10 -u "${GUARD_MEMFD[0]}" GUARD_MEMFD_PATH
+}
+
+guard_memfd_end() {
+	exec {GUARD_MEMFD[1]}>&-
+	wait "$GUARD_MEMFD_PID"
+}
+
+# What a memfd's seals promise holds against peers: one sealed against
+# writes (F_SEAL_WRITE, F_SEAL_FUTURE_WRITE) is refused as a writable
+# pool (EPERM, said as such) and taken read-only; one exported writable
+# cannot be sealed (EBUSY) until the pool is destroyed.
+test_guard_sealed_memfd_not_exported_writable() {
+	local seal reply reply2
+	for seal in write future-write; do
+		guard_memfd "$seal" || fail "no memfd" || return
+		if "$RPAGECTL" pool create 61 file "$GUARD_MEMFD_PATH" writable 2> /tmp/err; then
+			"$RPAGECTL" pool destroy 61
+			guard_memfd_end
+			fail "a memfd sealed $seal exported writable"
+			return
+		fi
+		cat /tmp/err
+		grep -q "sealed against writes" /tmp/err || fail "not said why" || return
+		"$RPAGECTL" pool create 61 file "$GUARD_MEMFD_PATH" ||
+			fail "a memfd sealed $seal refused read-only" || return
+		"$RPAGECTL" pool destroy 61 || return
+		guard_memfd_end
+	done
+	guard_memfd none || fail "no memfd" || return
+	"$RPAGECTL" pool create 61 file "$GUARD_MEMFD_PATH" writable ||
+		fail "an unsealed memfd refused writable" || return
+	echo seal >&"${GUARD_MEMFD[1]}"
+	read -r -t 10 -u "${GUARD_MEMFD[0]}" reply
+	echo "F_SEAL_WRITE with the pool exported: $reply"
+	"$RPAGECTL" pool destroy 61 || return
+	echo seal >&"${GUARD_MEMFD[1]}"
+	read -r -t 10 -u "${GUARD_MEMFD[0]}" reply2
+	echo "F_SEAL_WRITE once the pool is destroyed: $reply2"
+	guard_memfd_end
+	expect_eq "$reply" "refused 16" "F_SEAL_WRITE on a file exported writable" || return
+	expect_eq "$reply2" "sealed" "F_SEAL_WRITE once the pool is gone"
+}
+
 test_guard_teardown() {
 	"$RPAGECTL" peer del tcp || fail "peer del tcp" || return
 	"$RPAGECTL" pool destroy 2 || fail "pool destroy 2" || return
@@ -187,6 +253,7 @@ run_test tcp_strangers_lock_out_nobody test_guard_tcp_strangers_lock_out_nobody
 run_test tcp_peer_cannot_crowd_out_others test_guard_tcp_peer_cannot_crowd_out_others
 run_test tcp_destroy_ends_every_access test_guard_tcp_destroy_ends_every_access
 run_test tcp_flooding_exporter_bounded test_guard_tcp_flooding_exporter_bounded
+run_test sealed_memfd_not_exported_writable test_guard_sealed_memfd_not_exported_writable
 run_test guard_teardown test_guard_teardown
 tap_end
 rpage_loaded && rpage_unload
