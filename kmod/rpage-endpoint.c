@@ -11,8 +11,9 @@
 #include "rpage-pri.h"
 
 #include <linux/slab.h>
-#include <rdma/ib_cm.h>
 #include <linux/uaccess.h>
+#include <net/ipv6.h>
+#include <rdma/ib_cm.h>
 
 #define RPAGE_LISTEN_BACKLOG	128
 #define RPAGE_RELISTEN_DELAY	(2 * HZ)
@@ -90,7 +91,9 @@ static int rpage_endpoint_connect_request(struct rpage_listener *ep,
 					  struct rdma_cm_id *cm_id,
 					  struct rdma_cm_event *ev)
 {
-	struct sockaddr *from = (struct sockaddr *)&cm_id->route.addr.dst_addr;
+	struct sockaddr_storage src = cm_id->route.addr.dst_addr;
+	struct sockaddr *from = (struct sockaddr *)&src;
+	struct sockaddr_in6 *src6 = (struct sockaddr_in6 *)&src;
 	struct rdma_conn_param param = {};
 	struct rpage_hello hello, reply;
 	struct rpage_in_conn *in;
@@ -98,6 +101,13 @@ static int rpage_endpoint_connect_request(struct rpage_listener *ep,
 	u32 reason;
 	int ret;
 
+	/*
+	 * rdma_cm leaves a link-local source without its scope: it is the
+	 * interface the request came in on, for a peer configured on a link.
+	 */
+	if (src.ss_family == AF_INET6 && !src6->sin6_scope_id &&
+	    __ipv6_addr_needs_scope_id(ipv6_addr_type(&src6->sin6_addr)))
+		src6->sin6_scope_id = cm_id->route.addr.dev_addr.bound_dev_if;
 	reason = rpage_hello_check(ev->param.conn.private_data,
 				   ev->param.conn.private_data_len, &hello);
 	if (reason == RPAGE_REJECT_VERSION) {

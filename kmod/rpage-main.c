@@ -273,6 +273,36 @@ bool rpage_sockaddr_same_host(const struct sockaddr *a, const struct sockaddr *b
 	return false;
 }
 
+/**
+ * rpage_sockaddr_is_peer - whether a connection from @from is from @peer
+ * @peer: a peer's address, as configured.
+ * @from: where an incoming connection comes from; for a link-local IPv6
+ *	address, its scope is the interface it arrived on.
+ *
+ * The host part only. An IPv4 address arriving as IPv4-mapped IPv6 (on
+ * an endpoint listening on ::) is that IPv4 address; a link-local IPv6
+ * address configured with its link (fe80::1%eth0) is that host on that
+ * link only: the same address on another link is another host.
+ */
+bool rpage_sockaddr_is_peer(const struct sockaddr *peer,
+			    const struct sockaddr *from)
+{
+	const struct sockaddr_in6 *p6 = (const struct sockaddr_in6 *)peer;
+	const struct sockaddr_in6 *f6 = (const struct sockaddr_in6 *)from;
+	struct sockaddr_in v4 = { .sin_family = AF_INET };
+
+	if (from->sa_family == AF_INET6 && ipv6_addr_v4mapped(&f6->sin6_addr)) {
+		v4.sin_addr.s_addr = f6->sin6_addr.s6_addr32[3];
+		from = (const struct sockaddr *)&v4;
+	}
+	if (!rpage_sockaddr_same_host(peer, from))
+		return false;
+	if (peer->sa_family == AF_INET6 && p6->sin6_scope_id &&
+	    __ipv6_addr_needs_scope_id(ipv6_addr_type(&p6->sin6_addr)))
+		return f6->sin6_scope_id == p6->sin6_scope_id;
+	return true;
+}
+
 /*
  * wait_for_completion_timeout() for a wait on a peer, which the module's
  * parameters let last up to an hour: slept in slices of a second, so

@@ -491,14 +491,17 @@ unsigned int rpage_peer_nr_channels(void)
 	return clamp(n, 2U, (unsigned int)RPAGE_MAX_CHANNELS);
 }
 
-/* Finds the configured peer at @addr; returns a reference or NULL. */
+/*
+ * Finds the configured peer an incoming connection from @addr comes
+ * from (see rpage_sockaddr_is_peer()); returns a reference or NULL.
+ */
 struct rpage_peer *rpage_peer_find_by_addr(const struct sockaddr *addr)
 {
 	struct rpage_peer *peer;
 
 	mutex_lock(&rpage_peers_lock);
 	list_for_each_entry(peer, &rpage_peers, entry) {
-		if (rpage_sockaddr_same_host((struct sockaddr *)&peer->addr, addr)) {
+		if (rpage_sockaddr_is_peer((struct sockaddr *)&peer->addr, addr)) {
 			kref_get(&peer->ref);
 			mutex_unlock(&rpage_peers_lock);
 			return peer;

@@ -717,6 +717,8 @@ long rpage_list_answer(void __user *argp, size_t entry_size, struct mutex *lock,
 int rpage_addr_to_sockaddr(const struct rpage_addr *uaddr,
 			   struct sockaddr_storage *ss);
 bool rpage_sockaddr_same_host(const struct sockaddr *a, const struct sockaddr *b);
+bool rpage_sockaddr_is_peer(const struct sockaddr *peer,
+			    const struct sockaddr *from);
 u16 rpage_sockaddr_port(const struct sockaddr *sa);
 bool rpage_name_valid(const char *name);
 unsigned long rpage_wait_done(struct completion *done, unsigned long timeout);

@@ -51,10 +51,16 @@
  * takes them, never reading a byte more of what the reader sends back.
  * A connection the reader drops is taken again when it comes back.
  * Prints "flood sent N messages over M connections" and exits 0.
+ *
+ *	rpage_rogue_tcp --from SRC --to DST [--port P] --hello
+ *
+ * One good hello and what the exporter answers: "hello accepted" or
+ * "hello refused REASON". SRC and DST may be IPv6, with %INTERFACE.
  */
 #include <arpa/inet.h>
 #include <endian.h>
 #include <errno.h>
+#include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
@@ -80,7 +86,9 @@
 #define TIMEOUT_MS	10000
 #define NODE_ID		0x7cb0
 
-static struct sockaddr_in from, to;
+/* Where the rogue connects from and to: IPv4, or IPv6 with a scope. */
+static struct sockaddr_storage from, to;
+static socklen_t addr_len;
 static uint64_t pool_id, pool_gen, pool_len;
 static unsigned int failures, refused;
 
@@ -170,14 +178,14 @@ static int write_all(int fd, const void *buf, size_t len)
 
 static int dial(void)
 {
-	int fd = socket(AF_INET, SOCK_STREAM, 0), one = 1;
+	int fd = socket(to.ss_family, SOCK_STREAM, 0), one = 1;
 
 	if (fd < 0)
 		return -1;
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	if (bind(fd, (struct sockaddr *)&from, sizeof(from)) ||
-	    connect(fd, (struct sockaddr *)&to, sizeof(to))) {
+	if (bind(fd, (struct sockaddr *)&from, addr_len) ||
+	    connect(fd, (struct sockaddr *)&to, addr_len)) {
 		close(fd);
 		return -1;
 	}
@@ -921,14 +929,14 @@ struct stranger {
 static int stranger_dial(void)
 {
 	struct timeval tv = { .tv_sec = 1 };
-	int fd = socket(AF_INET, SOCK_STREAM, 0), one = 1;
+	int fd = socket(to.ss_family, SOCK_STREAM, 0), one = 1;
 
 	if (fd < 0)
 		return -1;
 	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
 	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-	if (bind(fd, (struct sockaddr *)&from, sizeof(from)) ||
-	    connect(fd, (struct sockaddr *)&to, sizeof(to))) {
+	if (bind(fd, (struct sockaddr *)&from, addr_len) ||
+	    connect(fd, (struct sockaddr *)&to, addr_len)) {
 		close(fd);
 		return -1;
 	}
@@ -1010,6 +1018,58 @@ static int strangers(unsigned int n, unsigned int seconds)
 	return 0;
 }
 
+/* A numeric address, IPv6 with an optional %INTERFACE, and @port. */
+static int parse_addr(const char *text, int port, struct sockaddr_storage *ss)
+{
+	struct addrinfo hints = {
+		.ai_flags = AI_NUMERICHOST,
+		.ai_socktype = SOCK_STREAM,
+	};
+	struct addrinfo *ai;
+	char service[16];
+
+	snprintf(service, sizeof(service), "%d", port);
+	if (getaddrinfo(text, service, &hints, &ai))
+		return -1;
+	memcpy(ss, ai->ai_addr, ai->ai_addrlen);
+	freeaddrinfo(ai);
+	return 0;
+}
+
+/*
+ * One good hello, and what the exporter answers it: "hello accepted",
+ * or "hello refused REASON"; exit status 0 either way, 1 if no answer.
+ */
+static int hello_once(void)
+{
+	struct rpage_msg_tcp_hello f = hello_frame(RPAGE_PROTO_MAJOR);
+	union {
+		struct rpage_msg_hdr hdr;
+		struct rpage_msg_tcp_hello hello;
+		struct rpage_msg_tcp_reject reject;
+	} a;
+	int fd = dial(), len;
+
+	if (fd < 0 || write_all(fd, &f, sizeof(f))) {
+		printf("hello not sent: %s\n", strerror(errno));
+		return 1;
+	}
+	len = read_frame(fd, &a, sizeof(a));
+	close(fd);
+	if (len == sizeof(a.hello) &&
+	    le16toh(a.hdr.type) == RPAGE_MSG_TCP_HELLO) {
+		printf("hello accepted\n");
+		return 0;
+	}
+	if (len == sizeof(a.reject) &&
+	    le16toh(a.hdr.type) == RPAGE_MSG_TCP_REJECT) {
+		printf("hello refused %u\n", le16toh(a.reject.reject.reason));
+		return 0;
+	}
+	printf("hello not answered (%d)\n", len);
+	return 1;
+}
+
 int main(int argc, char **argv)
 {
 	const char *src = NULL, *dst = NULL;
@@ -1018,8 +1078,17 @@ int main(int argc, char **argv)
 	uint64_t destroy_id = 0;
 	const char *listen_addr = NULL;
 	unsigned int flood_s = 0;
+	bool hello_only = false;
 
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--hello"))
+			hello_only = true;
+	}
 	for (int i = 1; i + 1 < argc; i += 2) {
+		if (!strcmp(argv[i], "--hello")) {
+			i--;
+			continue;
+		}
 		if (!strcmp(argv[i], "--from"))
 			src = argv[i + 1];
 		else if (!strcmp(argv[i], "--to"))
@@ -1041,20 +1110,23 @@ int main(int argc, char **argv)
 	}
 	if (listen_addr && flood_s)
 		return flood(listen_addr, port, flood_s);
-	if (!src || !dst || (!pool_id && !nr_strangers && !destroy_id)) {
-		fprintf(stderr, "usage: %s --from SRC --to DST [--port P] { --pool ID | --strangers N --seconds S | --destroy ID }\n"
+	if (!src || !dst ||
+	    (!pool_id && !nr_strangers && !destroy_id && !hello_only)) {
+		fprintf(stderr, "usage: %s --from SRC --to DST [--port P] { --pool ID | --strangers N --seconds S | --destroy ID | --hello }\n"
 			"       %s --listen ADDR [--port P] --flood S\n",
 			argv[0], argv[0]);
 		return 2;
 	}
-	from.sin_family = AF_INET;
-	to.sin_family = AF_INET;
-	to.sin_port = htons(port);
-	if (inet_pton(AF_INET, src, &from.sin_addr) != 1 ||
-	    inet_pton(AF_INET, dst, &to.sin_addr) != 1) {
-		fprintf(stderr, "%s: IPv4 addresses, please\n", argv[0]);
+	if (parse_addr(src, 0, &from) || parse_addr(dst, port, &to) ||
+	    from.ss_family != to.ss_family) {
+		fprintf(stderr, "%s: two addresses of one family, please\n",
+			argv[0]);
 		return 2;
 	}
+	addr_len = to.ss_family == AF_INET6 ? sizeof(struct sockaddr_in6) :
+					      sizeof(struct sockaddr_in);
+	if (hello_only)
+		return hello_once();
 	if (nr_strangers)
 		return strangers(nr_strangers, seconds);
 	if (destroy_id)

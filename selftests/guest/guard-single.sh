@@ -241,6 +241,42 @@ test_guard_sealed_memfd_not_exported_writable() {
 	expect_eq "$reply2" "sealed" "F_SEAL_WRITE once the pool is gone"
 }
 
+# Addresses as the allowlist reads them, over a TCP endpoint on :: (port
+# 7473). Two links to a network namespace (veth pairs gv and gw), with
+# the same link-local address fe80::10 at the far end of each: the peer
+# configured at fe80::10%gv0 is that host on gv0, and the same address
+# arriving on gw0 is another host, refused as unknown. And an IPv4 peer
+# arrives on :: as an IPv4-mapped address: it is that peer, accepted.
+test_guard_ipv6_scope_and_mapped_ipv4() {
+	local on_its_link on_another v4 ret=0
+	ip netns add gx || return
+	ip link add gv0 type veth peer name gv1 netns gx &&
+		ip link add gw0 type veth peer name gw1 netns gx || return
+	ip addr add fe80::1/64 dev gv0 nodad && ip addr add fe80::2/64 dev gw0 nodad &&
+		ip -n gx addr add fe80::10/64 dev gv1 nodad &&
+		ip -n gx addr add fe80::10/64 dev gw1 nodad || return
+	ip link set gv0 up && ip link set gw0 up && ip -n gx link set gv1 up &&
+		ip -n gx link set gw1 up || return
+	"$RPAGECTL" endpoint add :: port 7473 transport tcp || fail "endpoint add ::" || return
+	"$RPAGECTL" peer add scoped addr fe80::10%gv0 transport tcp || return
+	"$RPAGECTL" peer add mapped addr 127.0.0.5 transport tcp || return
+	on_its_link=$(ip netns exec gx "$GUARD_ROGUE" --from fe80::10%gv1 \
+		--to fe80::1%gv1 --port 7473 --hello)
+	on_another=$(ip netns exec gx "$GUARD_ROGUE" --from fe80::10%gw1 \
+		--to fe80::2%gw1 --port 7473 --hello)
+	v4=$("$GUARD_ROGUE" --from 127.0.0.5 --to "$GUARD_ADDR" --port 7473 --hello)
+	echo "fe80::10 on gv0: $on_its_link; on gw0: $on_another; 127.0.0.5 on ::, $v4"
+	"$RPAGECTL" peer del scoped
+	"$RPAGECTL" peer del mapped
+	"$RPAGECTL" endpoint del :: port 7473
+	ip netns del gx
+	expect_eq "$on_its_link" "hello accepted" "fe80::10 on the peer's link" || ret=1
+	# 1: RPAGE_REJECT_UNKNOWN_PEER
+	expect_eq "$on_another" "hello refused 1" "fe80::10 on another link" || ret=1
+	expect_eq "$v4" "hello accepted" "an IPv4 peer on ::" || ret=1
+	return "$ret"
+}
+
 test_guard_teardown() {
 	"$RPAGECTL" peer del tcp || fail "peer del tcp" || return
 	"$RPAGECTL" pool destroy 2 || fail "pool destroy 2" || return
@@ -254,6 +290,7 @@ run_test tcp_peer_cannot_crowd_out_others test_guard_tcp_peer_cannot_crowd_out_o
 run_test tcp_destroy_ends_every_access test_guard_tcp_destroy_ends_every_access
 run_test tcp_flooding_exporter_bounded test_guard_tcp_flooding_exporter_bounded
 run_test sealed_memfd_not_exported_writable test_guard_sealed_memfd_not_exported_writable
+run_test ipv6_scope_and_mapped_ipv4 test_guard_ipv6_scope_and_mapped_ipv4
 run_test guard_teardown test_guard_teardown
 tap_end
 rpage_loaded && rpage_unload
