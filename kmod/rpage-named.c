@@ -27,8 +27,15 @@
 #include <linux/slab.h>
 #include <linux/uaccess.h>
 
-/* Named mappings at most, one device minor each. */
-#define RPAGE_NAMED_MINORS	4096
+/* Named mappings at most at once. */
+#define RPAGE_NAMED_MAX		4096
+/*
+ * Their minors, handed out in turn from all of them (MINORBITS): a minor
+ * comes back only after a million more mappings, so that a stale copy
+ * of a deleted node (libvirt makes its VMs' /dev with mknod) does not
+ * open the next mapping made.
+ */
+#define RPAGE_NAMED_MINORS	(MINORMASK + 1)
 /* Of the pseudo file system their address spaces live on. */
 #define RPAGE_NAMED_FS_MAGIC	0x72706d66	/* "rpmf" */
 
@@ -50,11 +57,13 @@ struct rpage_named {
 	umode_t mode;
 };
 
-/* Protects rpage_named_list and rpage_named_minors. */
+/* Protects rpage_named_list, rpage_named_nr and rpage_named_minors. */
 static DEFINE_MUTEX(rpage_named_lock);
 static LIST_HEAD(rpage_named_list);
-/* The named mappings by minor, for open(). */
+static unsigned int rpage_named_nr;
+/* The named mappings by minor, for open(); and the next minor to try. */
 static DEFINE_XARRAY_ALLOC(rpage_named_minors);
+static u32 rpage_named_next_minor;
 static dev_t rpage_named_devt;
 static struct cdev rpage_named_cdev;
 static struct vfsmount *rpage_named_mnt;
@@ -273,14 +282,15 @@ long rpage_ioctl_map_add(struct rpage_file *rfile, void __user *argp)
 		ret = -EEXIST;
 		goto err_unlock;
 	}
-	ret = xa_alloc(&rpage_named_minors, &minor, n,
-		       XA_LIMIT(0, RPAGE_NAMED_MINORS - 1), GFP_KERNEL);
-	if (ret) {
-		/* xa_alloc() says EBUSY when every minor is taken. */
-		if (ret == -EBUSY)
-			ret = -ENOSPC;
+	if (rpage_named_nr >= RPAGE_NAMED_MAX) {
+		ret = -ENOSPC;
 		goto err_unlock;
 	}
+	ret = xa_alloc_cyclic(&rpage_named_minors, &minor, n,
+			      XA_LIMIT(0, RPAGE_NAMED_MINORS - 1),
+			      &rpage_named_next_minor, GFP_KERNEL);
+	if (ret < 0)
+		goto err_unlock;
 	n->dev.devt = MKDEV(MAJOR(rpage_named_devt), minor);
 	ret = rpage_map_insert(n->map);
 	if (ret)
@@ -289,6 +299,7 @@ long rpage_ioctl_map_add(struct rpage_file *rfile, void __user *argp)
 	if (ret)
 		goto err_table;
 	list_add_tail(&n->entry, &rpage_named_list);
+	rpage_named_nr++;
 	arg.map_id = n->map->id;
 	peer = rpage_map_peer_get(n->map);
 	pr_info("map %s: peer %s pool %llu, %llu bytes at %llu, node /dev/%s/%s\n",
@@ -325,6 +336,7 @@ static void rpage_named_remove(struct rpage_named *n, bool force)
 
 	lockdep_assert_held(&rpage_named_lock);
 	xa_erase(&rpage_named_minors, MINOR(n->dev.devt));
+	rpage_named_nr--;
 	if (force) {
 		WRITE_ONCE(map->dead, true);
 		/* The next access to any page faults, and finds it dead. */

@@ -277,6 +277,39 @@ test_guard_ipv6_scope_and_mapped_ipv4() {
 	return "$ret"
 }
 
+# guard_open PATH: what opening PATH for reading says: "opened" or the
+# errno's name.
+guard_open() {
+	python3 -c '
+import errno, os, sys
+try:
+    os.close(os.open(sys.argv[1], os.O_RDONLY))
+    print("opened")
+except OSError as e:
+    print(errno.errorcode[e.errno])
+' "$1"
+}
+
+# A copy of a named mapping's node, made with mknod as libvirt makes a
+# VM's /dev, opens nothing once the mapping is deleted: not the next
+# mapping added either.
+test_guard_stale_node_opens_nothing() {
+	local node=/dev/rpage-map/ga copy=/tmp/ga-copy before after
+	"$RPAGECTL" map add ga peer tcp pool 2 || return
+	# shellcheck disable=SC2046
+	mknod "$copy" c $(stat -c '%Hr %Lr' "$node") || return
+	before=$(guard_open "$copy")
+	"$RPAGECTL" map del ga || return
+	"$RPAGECTL" map add gb peer tcp pool 2 || return
+	after=$(guard_open "$copy")
+	echo "ga $(stat -c '%Hr:%Lr' "$copy"), gb $(stat -c '%Hr:%Lr' /dev/rpage-map/gb)"
+	echo "the copy of ga's node: while ga lived $before; after gb was added $after"
+	"$RPAGECTL" map del gb
+	rm -f "$copy"
+	expect_eq "$before" opened "the copy while the mapping lives" || return
+	expect_eq "$after" ENXIO "the copy once the mapping is deleted"
+}
+
 test_guard_teardown() {
 	"$RPAGECTL" peer del tcp || fail "peer del tcp" || return
 	"$RPAGECTL" pool destroy 2 || fail "pool destroy 2" || return
@@ -291,6 +324,7 @@ run_test tcp_destroy_ends_every_access test_guard_tcp_destroy_ends_every_access
 run_test tcp_flooding_exporter_bounded test_guard_tcp_flooding_exporter_bounded
 run_test sealed_memfd_not_exported_writable test_guard_sealed_memfd_not_exported_writable
 run_test ipv6_scope_and_mapped_ipv4 test_guard_ipv6_scope_and_mapped_ipv4
+run_test stale_node_opens_nothing test_guard_stale_node_opens_nothing
 run_test guard_teardown test_guard_teardown
 tap_end
 rpage_loaded && rpage_unload
