@@ -86,15 +86,31 @@ void rpage_maps_peer_deleted(struct rpage_peer *peer)
 	rcu_read_unlock();
 }
 
+/* Entries of a mapping's table walked under its lock before a break. */
+#define RPAGE_MAP_WALK_BATCH	1024
+
 static void rpage_map_release(struct kref *ref)
 {
 	struct rpage_mapping *map = container_of(ref, struct rpage_mapping, ref);
-	unsigned long index;
+	XA_STATE(xas, &map->pages, 0);
+	unsigned int n = 0;
 	void *entry;
 
-	xa_for_each(&map->pages, index, entry)
+	/* Nobody else has the table now; it may hold millions of pages. */
+	rcu_read_lock();
+	xas_for_each(&xas, entry, ULONG_MAX) {
+		if (xas_retry(&xas, entry))
+			continue;
 		if (!xa_is_value(entry))
 			put_page(entry);
+		if (++n % RPAGE_MAP_WALK_BATCH)
+			continue;
+		xas_pause(&xas);
+		rcu_read_unlock();
+		cond_resched();
+		rcu_read_lock();
+	}
+	rcu_read_unlock();
 	xa_destroy(&map->pages);
 	rpage_fault_counters_free(&map->counters);
 	mem_cgroup_put(map->memcg);
@@ -451,6 +467,8 @@ static void rpage_evict_settle(struct rpage_evict_batch *b, bool drop)
 			xa_store(&b->map->pages, b->index[i], b->pages[i],
 				 GFP_KERNEL);
 		}
+		if (!((i + 1) % RPAGE_MAP_WALK_BATCH))
+			cond_resched();
 	}
 	rpage_map_wake(b->map);
 }
@@ -459,6 +477,7 @@ static void rpage_evict_claim(struct rpage_evict_batch *b, unsigned long first,
 			      unsigned long last)
 {
 	XA_STATE(xas, &b->map->pages, first);
+	unsigned int n = 0;
 	void *entry;
 
 	xas_lock(&xas);
@@ -469,6 +488,13 @@ static void rpage_evict_claim(struct rpage_evict_batch *b, unsigned long first,
 		b->pages[b->nr++] = entry;
 		xas_clear_mark(&xas, RPAGE_MARK_PREFETCHED);
 		xas_store(&xas, RPAGE_PAGE_BUSY);
+		/* What is claimed stays busy: the lock may go meanwhile. */
+		if (++n % RPAGE_MAP_WALK_BATCH)
+			continue;
+		xas_pause(&xas);
+		xas_unlock(&xas);
+		cond_resched();
+		xas_lock(&xas);
 	}
 	xas_unlock(&xas);
 }

@@ -26,6 +26,7 @@ test_guard_setup() {
 	"$RPAGECTL" peer add tcp addr "$GUARD_ADDR" || fail "peer add tcp" || return
 	wait_until 30 peer_is tcp connected || fail "tcp not connected" || return
 	"$RPAGECTL" pool create 2 size 8M writable || fail "pool create 2" || return
+	"$RPAGECTL" pool create 3 size 512M writable || fail "pool create 3" || return
 	wait_until 30 remote_pool_listed tcp 2 || fail "pool 2 not listed" || return
 	"$GUARD_PATTERN" write tcp 2 0 8M --seed 7
 }
@@ -310,9 +311,51 @@ test_guard_stale_node_opens_nothing() {
 	expect_eq "$after" ENXIO "the copy once the mapping is deleted"
 }
 
+# guard_latency_probe SECONDS STOP: a real-time task on CPU 1 that sleeps
+# 1 ms again and again until STOP exists (or SECONDS pass), and prints
+# the longest it woke late, in ms: how long the kernel kept CPU 1 from it.
+guard_latency_probe() {
+	python3 -c '
+import os, sys, time
+os.sched_setaffinity(0, {1})
+os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(50))
+end = time.monotonic() + float(sys.argv[1])
+worst = 0
+while time.monotonic() < end and not os.path.exists(sys.argv[2]):
+    t = time.monotonic()
+    time.sleep(0.001)
+    worst = max(worst, time.monotonic() - t - 0.001)
+print(int(worst * 1000))
+' "$@"
+}
+
+# Walks over every page of a large mapping (an evict of 512 MiB claims
+# each page under the table's lock; a mapping's end puts each page) stop
+# for anyone who needs the CPU: a real-time task on the same CPU is never
+# kept waiting 100 ms.
+test_guard_large_mapping_walks_yield() {
+	local stop=/tmp/probe.stop out=/tmp/probe.out pid late rc
+	loop_peer_add lo 3 || return
+	"$GUARD_PATTERN" write lo 3 0 512M --seed 0 || return
+	rm -f "$stop"
+	guard_latency_probe 600 "$stop" > "$out" &
+	pid=$!
+	sleep 1
+	taskset -c 1 "$GUARD_FAULT" evict lo 3 0 512M --clean
+	rc=$?
+	touch "$stop"
+	wait "$pid"
+	late=$(cat "$out")
+	echo "a real-time task on the evicting CPU woke at most $late ms late"
+	"$RPAGECTL" peer del lo
+	expect_eq "$rc" 0 "the evict of 512 MiB" || return
+	[ "$late" -lt $((100 * RPAGE_SLOW)) ] || fail "it waited $late ms for the CPU"
+}
+
 test_guard_teardown() {
 	"$RPAGECTL" peer del tcp || fail "peer del tcp" || return
 	"$RPAGECTL" pool destroy 2 || fail "pool destroy 2" || return
+	"$RPAGECTL" pool destroy 3 || fail "pool destroy 3" || return
 	rpage_unload || fail "rmmod rpage"
 }
 
@@ -325,6 +368,7 @@ run_test tcp_flooding_exporter_bounded test_guard_tcp_flooding_exporter_bounded
 run_test sealed_memfd_not_exported_writable test_guard_sealed_memfd_not_exported_writable
 run_test ipv6_scope_and_mapped_ipv4 test_guard_ipv6_scope_and_mapped_ipv4
 run_test stale_node_opens_nothing test_guard_stale_node_opens_nothing
+run_test large_mapping_walks_yield test_guard_large_mapping_walks_yield
 run_test guard_teardown test_guard_teardown
 tap_end
 rpage_loaded && rpage_unload
