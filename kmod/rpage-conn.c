@@ -53,6 +53,8 @@ void rpage_conn_init(struct rpage_conn *conn, struct rpage_peer *peer,
 	conn->state = RPAGE_CONN_IDLE;
 	spin_lock_init(&conn->recv_lock);
 	init_rwsem(&conn->users);
+	spin_lock_init(&conn->detached_lock);
+	INIT_LIST_HEAD(&conn->detached);
 }
 
 /*
@@ -399,6 +401,8 @@ void rpage_conn_destroy(struct rpage_conn *conn)
 	rpage_conn_to_error(conn);
 	/* Once they are gone, none comes back: it is closed (see users). */
 	down_write(&conn->users);
+	/* Killed tasks' work requests complete (flushed) before it goes. */
+	rpage_rdma_conn_drain(conn);
 	rpage_conn_free_qp(conn);
 	up_write(&conn->users);
 	/*

@@ -177,6 +177,9 @@ struct rpage_peer;
  *	pair, for writing by its teardown: nothing is posted on a queue
  *	pair being destroyed, and nothing it posted is left behind.
  * @hb_seq: heartbeats sent on it.
+ * @detached_lock: protects @detached.
+ * @detached: transfers of killed tasks whose work requests are still in
+ *	flight on it (the RDMA transport's runs, which free themselves).
  * @tp: the transport's own state of the connection, if it keeps any
  *	there (TCP: its socket, struct rpage_tcp_queue).
  */
@@ -198,6 +201,8 @@ struct rpage_conn {
 	enum rpage_conn_state state;
 	struct rw_semaphore users;
 	u64 hb_seq;
+	spinlock_t detached_lock;	/* see kernel-doc */
+	struct list_head detached;
 	void *tp;
 };
 
@@ -910,6 +915,7 @@ void rpage_rdma_run_free(struct rpage_xfer_run *run);
 int rpage_rdma_xfer_begin(struct rpage_xfer_run *run);
 int rpage_rdma_xfer_move(struct rpage_xfer_run *run);
 void rpage_rdma_xfer_end(struct rpage_xfer_run *run);
+void rpage_rdma_conn_drain(struct rpage_conn *conn);
 
 /* rpage-io.c */
 long rpage_ioctl_read(struct rpage_file *rfile, void __user *argp);

@@ -20,6 +20,14 @@
  * never gives work requests back, even flushed, the pages they point at
  * stay the device's: they are kept referenced, mapped and untouched
  * forever, and so is the run.
+ *
+ * A task killed while its work requests are in flight does not wait for
+ * them past a short grace, nor does it take the queue pair down (which
+ * would cost every other user of the peer a reconnect): it leaves them
+ * to complete, its run detached (rpage_rdma_detach()), the pages they
+ * point at referenced until then; whoever polls their completions
+ * settles them, and the last frees the run. A queue pair being torn
+ * down polls for those still in flight before it goes.
  */
 #include "rpage-pri.h"
 #include "rpage-trace.h"
@@ -73,7 +81,14 @@ struct rpage_rdma_op {
  * struct rpage_rdma_run - a transfer while it runs over RDMA
  * @run: what the core keeps of it.
  * @conn: the queue pair of the current attempt, its users held.
- * @pending: work requests posted and not completed.
+ * @lock: orders a work request completing against the run detaching.
+ * @detached: its task was killed and left its work requests in flight:
+ *	the run frees itself once they and the task are done with it.
+ * @entry: a detached run's link in its queue pair's @detached list.
+ * @kept: a detached run's pages, by slot: RPAGE_IO_MAX_SGE each, held
+ *	until the slot's work request completes.
+ * @pending: work requests posted and not completed, and one more for
+ *	the task while the run is detached.
  * @next: the page to post next.
  * @err: the first failure of the attempt, 0 if none.
  * @nr_free: free slots, their indexes in @free.
@@ -84,6 +99,10 @@ struct rpage_rdma_op {
 struct rpage_rdma_run {
 	struct rpage_xfer_run run;
 	struct rpage_conn *conn;
+	spinlock_t lock;		/* see kernel-doc */
+	bool detached;
+	struct list_head entry;
+	struct page **kept;
 	atomic_t pending;
 	unsigned long next;
 	int err;
@@ -98,11 +117,24 @@ static enum dma_data_direction rpage_rdma_dir(bool write)
 	return write ? DMA_TO_DEVICE : DMA_FROM_DEVICE;
 }
 
+/* A detached run nobody uses any more goes (its pages were given back). */
+static void rpage_rdma_detached_free(struct rpage_rdma_run *rr)
+{
+	struct rpage_conn *conn = rr->conn;
+
+	spin_lock(&conn->detached_lock);
+	list_del(&rr->entry);
+	spin_unlock(&conn->detached_lock);
+	kfree(rr->kept);
+	kvfree(rr);
+}
+
 /*
  * A work request completed, in whichever context polled for it: maybe
  * after its transfer gave up on it (rpage_rdma_abandon()) and its caller,
  * whose request may have been on its stack, returned. So it touches the
- * run, which is then never freed, and never the request.
+ * run, which is then never freed, and never the request; or after its
+ * task detached the run, whose last completion frees it.
  */
 static void rpage_rdma_op_done(struct ib_cq *cq, struct ib_wc *wc)
 {
@@ -114,6 +146,7 @@ static void rpage_rdma_op_done(struct ib_cq *cq, struct ib_wc *wc)
 	unsigned int pages = op->wr.wr.num_sge, i;
 	bool failed = wc->status != IB_WC_SUCCESS;
 	u64 ns = ktime_get_ns() - op->posted_ns;
+	bool detached;
 
 	rpage_counters_io(&conn->peer->counters, write, pages, ns, failed);
 	rpage_counters_io(&conn->dev->counters, write, pages, ns, failed);
@@ -132,10 +165,21 @@ static void rpage_rdma_op_done(struct ib_cq *cq, struct ib_wc *wc)
 				     conn->index);
 	op->wc_status = wc->status;
 	atomic_inc(&conn->sq_free);
+	spin_lock(&rr->lock);
+	detached = rr->detached;
+	if (detached) {
+		for (i = 0; i < pages; i++)
+			put_page(rr->kept[(op - rr->ops) * RPAGE_IO_MAX_SGE + i]);
+	}
 	/* Pairs with rpage_rdma_reap(): it sees @wc_status once it sees DONE. */
 	smp_store_release(&op->state, RPAGE_OP_DONE);
-	/* The owner may free @run once this reaches zero: touch it last. */
-	atomic_dec(&rr->pending);
+	spin_unlock(&rr->lock);
+	/*
+	 * The owner may free @run once this reaches zero: touch it last.
+	 * A detached run holds one for its task: the last one out frees it.
+	 */
+	if (atomic_dec_and_test(&rr->pending) && detached)
+		rpage_rdma_detached_free(rr);
 }
 
 /* Where page @g of the transfer is in its pool: address and key. */
@@ -344,6 +388,87 @@ static void rpage_rdma_abandon(struct rpage_rdma_run *rr)
 }
 
 /*
+ * The task of @rr was killed with work requests in flight: it leaves
+ * them to complete without it. The pages they point at are held until
+ * each completes, and the run is freed by the last of them or by the
+ * task's rpage_rdma_run_free(), whichever comes last; the queue pair
+ * goes on serving everyone else. False (nothing changed) without the
+ * memory for it.
+ */
+static bool rpage_rdma_detach(struct rpage_rdma_run *rr)
+{
+	struct rpage_xfer *x = rr->run.x;
+	struct rpage_conn *conn = rr->conn;
+	unsigned int i, p;
+
+	rr->kept = kcalloc(rr->nr_slots * RPAGE_IO_MAX_SGE, sizeof(*rr->kept),
+			   GFP_KERNEL | __GFP_NOWARN);
+	if (!rr->kept)
+		return false;
+	/* The task's own count, until rpage_rdma_run_free(). */
+	atomic_inc(&rr->pending);
+	spin_lock(&conn->detached_lock);
+	list_add_tail(&rr->entry, &conn->detached);
+	spin_unlock(&conn->detached_lock);
+	spin_lock(&rr->lock);
+	for (i = 0; i < rr->nr_slots; i++) {
+		struct rpage_rdma_op *op = &rr->ops[i];
+
+		if (op->state != RPAGE_OP_POSTED)
+			continue;
+		for (p = 0; p < op->wr.wr.num_sge; p++) {
+			struct page *page = x->pages[op->first + p];
+
+			get_page(page);
+			rr->kept[i * RPAGE_IO_MAX_SGE + p] = page;
+		}
+	}
+	rr->detached = true;
+	spin_unlock(&rr->lock);
+	return true;
+}
+
+/**
+ * rpage_rdma_conn_drain - settles the killed tasks' work requests
+ * @conn: a queue pair being torn down, in error, its users all gone.
+ *
+ * Polls its completion queue for the work requests of detached runs,
+ * flushed by now, for the flush's grace at most: those the device keeps
+ * past it are left to it, with their pages and runs, for good.
+ */
+void rpage_rdma_conn_drain(struct rpage_conn *conn)
+{
+	unsigned long deadline = jiffies +
+		rpage_flush_grace(READ_ONCE(rpage_io_timeout_ms));
+	struct rpage_rdma_run *rr;
+	bool left;
+
+	for (;;) {
+		spin_lock(&conn->detached_lock);
+		left = !list_empty(&conn->detached);
+		spin_unlock(&conn->detached_lock);
+		if (!left || !conn->cq)
+			break;
+		if (ib_process_cq_direct(conn->cq, RPAGE_XFER_BATCH) > 0)
+			continue;
+		if (time_after(jiffies, deadline))
+			break;
+		usleep_range(100, 1000);
+	}
+	spin_lock(&conn->detached_lock);
+	list_for_each_entry(rr, &conn->detached, entry) {
+		pr_err("peer %s: %d work requests of a killed task never completed; their pages are left to the device\n",
+		       conn->peer->name, atomic_read(&rr->pending) - 1);
+		/* On purpose: what the device may still write to must stay. */
+		kmemleak_not_leak(rr);
+		kmemleak_not_leak(rr->kept);
+	}
+	/* The queue pair may be made again: they are its no more. */
+	INIT_LIST_HEAD(&conn->detached);
+	spin_unlock(&conn->detached_lock);
+}
+
+/*
  * Posts and polls until every page of the attempt is moved, or the
  * attempt failed and nothing of it is left in flight. Returns 0, -EIO or
  * -ECONNRESET (the queue pair failed), -ETIMEDOUT (no completion for
@@ -410,6 +535,9 @@ static int rpage_rdma_poll(struct rpage_rdma_run *rr)
 			continue;
 		}
 		if (killed && time_after(jiffies, kill_deadline)) {
+			/* Its work requests complete without it. */
+			if (rpage_rdma_detach(rr))
+				return -EINTR;
 			/* Flushed, they complete at once; the peer reconnects. */
 			rpage_peer_conn_lost(conn, "flushed queue pair %u for a killed task",
 					     conn->index);
@@ -494,6 +622,8 @@ struct rpage_xfer_run *rpage_rdma_run_alloc(struct rpage_xfer *x, size_t tail,
 	if (!rr)
 		return NULL;
 	*tailp = (void *)rr + size;
+	spin_lock_init(&rr->lock);
+	INIT_LIST_HEAD(&rr->entry);
 	rr->nr_slots = slots;
 	for (i = 0; i < slots; i++)
 		rr->free[rr->nr_free++] = slots - 1 - i;
@@ -502,5 +632,13 @@ struct rpage_xfer_run *rpage_rdma_run_alloc(struct rpage_xfer *x, size_t tail,
 
 void rpage_rdma_run_free(struct rpage_xfer_run *run)
 {
-	kvfree(container_of(run, struct rpage_rdma_run, run));
+	struct rpage_rdma_run *rr = container_of(run, struct rpage_rdma_run, run);
+
+	/* Detached: the task's count goes; its last completion may be out. */
+	if (rr->detached) {
+		if (atomic_dec_and_test(&rr->pending))
+			rpage_rdma_detached_free(rr);
+		return;
+	}
+	kvfree(rr);
 }

@@ -143,6 +143,37 @@ test_kept_read_late_completion() {
 	rm -f /tmp/kept-a /tmp/kept-b /tmp/kept-a.out /tmp/kept-b.out
 }
 
+# A task killed while the device keeps its READ is gone at once, and
+# leaves the queue pair that everyone else shares up: no reconnect, no
+# flush. Its READ completes once the device lets go, reaped by the next
+# reader of the queue pair, whose own reads are right.
+test_kept_killed_reader_leaves_the_queue_pair() {
+	local reconnects pid t0 took mark
+	mark=$(( $(dmesg | wc -l) + 1 ))
+	reconnects=$(peer_field self reconnects)
+	rxe_stall || return
+	"$RPAGECTL" read self 1 0 64K file /tmp/kept-k > /dev/null 2>&1 &
+	pid=$!
+	# Its READ posted and kept.
+	sleep 1
+	t0=${EPOCHREALTIME/./}
+	kill -9 "$pid"
+	wait "$pid" 2> /dev/null
+	took=$(ms_since "$t0")
+	echo "kill -9 of a reader whose READ the device keeps: gone after $took ms"
+	# Well past the killed task's grace before the device lets go.
+	sleep 1
+	rxe_unstall
+	"$SELFTESTS/rpage_pattern" read self 1 0 8M --seed 0 || fail "pool 1 after the kill" || return
+	"$RPAGECTL" peer show self
+	dmesg_since "$mark" | grep "peer self"
+	[ "$took" -lt 1000 ] || fail "kill -9 took $took ms" || return
+	expect_eq "$(peer_field self reconnects)" "$reconnects" "reconnects of self" || return
+	! dmesg_since "$mark" | grep -q "for a killed task" ||
+		fail "the queue pair was flushed for the killed task"
+	rm -f /tmp/kept-k
+}
+
 # An evict whose write-back the device keeps fails and drops nothing:
 # tried again once the peer is back, it finds every page there and still
 # dirty, writes them all, and the pool then holds them.
@@ -213,6 +244,7 @@ test_kept_teardown_waits_only_the_grace() {
 tap_begin kept
 run_test kept_setup test_kept_setup
 if grep -q "^ok 1 kept_setup$" "$TAP_DIR/kept.tap"; then
+	run_test kept_killed_reader_leaves_the_queue_pair test_kept_killed_reader_leaves_the_queue_pair
 	run_test kept_read_reaped_late_by_another_reader test_kept_read_late_completion
 	run_test kept_evict_drops_nothing test_kept_evict_all_or_nothing
 	run_test kept_teardown_waits_only_the_grace test_kept_teardown_waits_only_the_grace
