@@ -669,6 +669,11 @@ static int rpage_fault_lock_page(struct rpage_fault_ctx *fc, struct page *page,
 		unlock_page(page);
 		return -EAGAIN;
 	}
+	/* Deleted by force meanwhile: see rpage_map_kill(). */
+	if (READ_ONCE(fc->map->dead)) {
+		unlock_page(page);
+		return -ENXIO;
+	}
 	return 0;
 }
 
@@ -708,6 +713,10 @@ again:
 			put_page(page);
 			if (ret == -EAGAIN)
 				goto again;
+			if (ret == -ENXIO) {
+				*err = ret;
+				return RPAGE_FAULT_SIGBUS;
+			}
 			return RPAGE_FAULT_RETRY;
 		}
 		fc->vmf->page = page;
@@ -743,6 +752,17 @@ again:
 	get_page(page);
 	lock_page(page);
 	rpage_page_publish(map, index, page, false);
+	/*
+	 * Pairs with rpage_map_kill(): it either sees the page in the table
+	 * (and waits for its lock before it zaps), or the fault sees it dead.
+	 */
+	smp_mb();
+	if (READ_ONCE(map->dead)) {
+		unlock_page(page);
+		put_page(page);
+		*err = -ENXIO;
+		return RPAGE_FAULT_SIGBUS;
+	}
 	fc->vmf->page = page;
 	return RPAGE_FAULT_FETCHED;
 }

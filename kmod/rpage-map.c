@@ -440,6 +440,49 @@ void rpage_map_vma_init(struct vm_area_struct *vma, struct rpage_mapping *map)
 	vma->vm_private_data = map;
 }
 
+/**
+ * rpage_map_kill - makes every access to @map from now on fault and fail
+ * @map: a mapping whose every page must leave every page table now (a
+ *	named mapping deleted by force).
+ *
+ * A fault maps its page under the page's lock, having checked that the
+ * mapping lives (rpage_fault_lock_page()), and so does one that fetched
+ * it (after publishing it). Once the mapping is dead, taking and
+ * dropping the lock of each page in the table waits for a fault that is
+ * mapping it; a fault that locks it later finds the mapping dead; then
+ * the zap takes down what was mapped. After this, no page of @map is
+ * in any page table and none comes back.
+ */
+void rpage_map_kill(struct rpage_mapping *map)
+{
+	XA_STATE(xas, &map->pages, 0);
+	unsigned int n = 0;
+	struct page *page;
+	void *entry;
+
+	WRITE_ONCE(map->dead, true);
+	/* Pairs with the one in rpage_fault_page(), after a publish. */
+	smp_mb();
+	rcu_read_lock();
+	xas_for_each(&xas, entry, ULONG_MAX) {
+		if (xas_retry(&xas, entry) || xa_is_value(entry))
+			continue;
+		page = entry;
+		if (!get_page_unless_zero(page))
+			continue;
+		xas_pause(&xas);
+		rcu_read_unlock();
+		lock_page(page);
+		unlock_page(page);
+		put_page(page);
+		if (!(++n % RPAGE_MAP_WALK_BATCH))
+			cond_resched();
+		rcu_read_lock();
+	}
+	rcu_read_unlock();
+	unmap_mapping_range(map->f_mapping, 0, 0, 1);
+}
+
 /*
  * Eviction. Every page here in the range is made busy, so that faults
  * wait; its mappings are zapped, which moves the dirty bits of the page

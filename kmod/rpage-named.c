@@ -337,11 +337,9 @@ static void rpage_named_remove(struct rpage_named *n, bool force)
 	lockdep_assert_held(&rpage_named_lock);
 	xa_erase(&rpage_named_minors, MINOR(n->dev.devt));
 	rpage_named_nr--;
-	if (force) {
-		WRITE_ONCE(map->dead, true);
-		/* The next access to any page faults, and finds it dead. */
-		unmap_mapping_range(map->f_mapping, 0, 0, 1);
-	}
+	/* The next access to any page faults, and finds it dead. */
+	if (force)
+		rpage_map_kill(map);
 	rpage_map_remove(map);
 	device_del(&n->dev);
 	pr_info("map %s: deleted%s\n", dev_name(&n->dev),

@@ -931,6 +931,7 @@ struct rpage_mapping *rpage_map_get(const struct rpage_file *rfile, u64 id,
 struct rpage_mapping *rpage_map_new(const struct rpage_map *arg);
 int rpage_map_insert(struct rpage_mapping *map);
 void rpage_map_remove(struct rpage_mapping *map);
+void rpage_map_kill(struct rpage_mapping *map);
 void rpage_map_vma_init(struct vm_area_struct *vma, struct rpage_mapping *map);
 int rpage_map_check(const struct rpage_map *arg);
 struct rpage_mapping *rpage_map_get_range(const struct rpage_file *rfile,

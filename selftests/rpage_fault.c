@@ -20,6 +20,7 @@
  *               --ready PATH [--seed S]
  *   rpage_fault replaced PEER POOL LENGTH --fetched BYTES --ready PATH
  *               --go PATH --seed-new S2 [--seed S]
+ *   rpage_fault del-race PEER POOL LENGTH ROUNDS
  *
  * touch: N threads (4) touch every page of the mapping once between
  * them, in one shuffled order (random, the default) or in contiguous
@@ -99,6 +100,7 @@
  *      build/user/librpage.a -pthread
  */
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <sys/mman.h>
 
@@ -129,7 +131,7 @@ static int usage(void)
 	     "stall PEER POOL LENGTH --fetched-ready PATH --go PATH --ready PATH "
 	     "[--seed S] | "
 	     "replaced PEER POOL LENGTH --fetched BYTES --ready PATH --go PATH "
-	     "--seed-new S2 [--seed S] }");
+	     "--seed-new S2 [--seed S] | del-race PEER POOL LENGTH ROUNDS }");
 	return 1;
 }
 
@@ -1400,6 +1402,127 @@ static int cmd_replaced(int argc, char **argv)
 	return 0;
 }
 
+/*
+ * del-race: ROUNDS times, a named mapping of LENGTH bytes of POOL is
+ * added, mapped, and touched by a thread at random pages while this one
+ * deletes it by force (RPAGE_MAP_DEL_FORCE) a random moment later. Once
+ * the thread sees that the delete has returned, every page it touched
+ * before, mapped or being mapped then, must raise SIGBUS. Prints
+ * "del-race rounds N touched N after_delete N" and fails if any page
+ * could still be read after a delete.
+ */
+#define DEL_RACE_NAME	"rpage-del-race"
+#define DEL_RACE_MAX	4096
+
+struct del_race {
+	volatile unsigned char *area;
+	uint64_t pages;
+	unsigned int seed;
+	atomic_int deleted;
+	uint64_t touched[DEL_RACE_MAX];
+	unsigned int nr;
+	uint64_t after;
+};
+
+static void *del_race_toucher(void *arg)
+{
+	struct del_race *r = arg;
+	void *addr;
+	unsigned int i;
+
+	while (!atomic_load(&r->deleted)) {
+		uint64_t p = rand_r(&r->seed) % r->pages;
+
+		if (touch_sigbus((const void *)(r->area + p * page), &addr))
+			continue;
+		if (r->nr < DEL_RACE_MAX)
+			r->touched[r->nr++] = p;
+	}
+	/* The delete has returned: nothing of the mapping may be read now. */
+	for (i = 0; i < r->nr; i++)
+		if (!touch_sigbus((const void *)(r->area + r->touched[i] * page),
+				  &addr))
+			r->after++;
+	return NULL;
+}
+
+static int cmd_del_race(int argc, char **argv)
+{
+	uint64_t pool, length, rounds, touched = 0, after = 0, round;
+	struct rpage_map_add add;
+	struct rpage_map_del del;
+	char node[96];
+	__u32 peer_id;
+	int fd, nfd;
+
+	if (argc != 4 || !get_number("POOL", argv[1], &pool) ||
+	    !get_bytes("LENGTH", argv[2], false, &length) ||
+	    !get_number("ROUNDS", argv[3], &rounds))
+		return usage();
+	fd = open_rpage();
+	if (fd < 0 || !find_peer(fd, argv[0], &peer_id))
+		return 1;
+	on_sigbus(sigbus_jump);
+	snprintf(node, sizeof(node), "/dev/%s/%s", RPAGE_MAP_NODE_DIR,
+		 DEL_RACE_NAME);
+	memset(&del, 0, sizeof(del));
+	strcpy(del.name, DEL_RACE_NAME);
+	del.flags = RPAGE_MAP_DEL_FORCE;
+	for (round = 0; round < rounds; round++) {
+		static struct del_race r;
+		pthread_t t;
+		int ret;
+
+		memset(&r, 0, sizeof(r));
+		r.pages = length / page;
+		r.seed = round;
+
+		memset(&add, 0, sizeof(add));
+		strcpy(add.name, DEL_RACE_NAME);
+		add.peer_id = peer_id;
+		add.pool_id = pool;
+		add.length = length;
+		add.mode = 0600;
+		ret = rpage_map_add(fd, &add);
+		if (ret) {
+			fail("map add: %s", error_text(-ret));
+			return 1;
+		}
+		nfd = open(node, O_RDWR | O_CLOEXEC);
+		r.area = nfd < 0 ? MAP_FAILED :
+			 mmap(NULL, length, PROT_READ | PROT_WRITE, MAP_SHARED,
+			      nfd, 0);
+		if (r.area == MAP_FAILED) {
+			fail("%s: %s", node, strerror(errno));
+			return 1;
+		}
+		if (pthread_create(&t, NULL, del_race_toucher, &r)) {
+			fail("pthread_create");
+			return 1;
+		}
+		usleep(rand_r(&r.seed) % 3000);
+		ret = rpage_map_del(fd, &del);
+		atomic_store(&r.deleted, 1);
+		pthread_join(t, NULL);
+		munmap((void *)r.area, length);
+		close(nfd);
+		if (ret) {
+			fail("map del by force: %s", error_text(-ret));
+			return 1;
+		}
+		touched += r.nr;
+		after += r.after;
+	}
+	printf("del-race rounds %" PRIu64 " touched %" PRIu64
+	       " after_delete %" PRIu64 "\n", rounds, touched, after);
+	if (after) {
+		fail("%" PRIu64 " touches succeeded after a delete had returned",
+		     after);
+		return 1;
+	}
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct {
@@ -1413,6 +1536,7 @@ int main(int argc, char **argv)
 		{ "survive", cmd_survive },
 		{ "stall", cmd_stall },
 		{ "replaced", cmd_replaced },
+		{ "del-race", cmd_del_race },
 	};
 
 	tool_init("rpage_fault");

@@ -352,6 +352,13 @@ test_guard_large_mapping_walks_yield() {
 	[ "$late" -lt $((100 * RPAGE_SLOW)) ] || fail "it waited $late ms for the CPU"
 }
 
+# 1000 rounds of a named mapping deleted by force while a thread faults
+# its pages in at random (rpage_fault del-race): once the delete has
+# returned, no access succeeds, not even by a fault that was under way.
+test_guard_forced_map_del_races_faults() {
+	"$GUARD_FAULT" del-race tcp 2 8M 1000
+}
+
 test_guard_teardown() {
 	"$RPAGECTL" peer del tcp || fail "peer del tcp" || return
 	"$RPAGECTL" pool destroy 2 || fail "pool destroy 2" || return
@@ -369,6 +376,7 @@ run_test sealed_memfd_not_exported_writable test_guard_sealed_memfd_not_exported
 run_test ipv6_scope_and_mapped_ipv4 test_guard_ipv6_scope_and_mapped_ipv4
 run_test stale_node_opens_nothing test_guard_stale_node_opens_nothing
 run_test large_mapping_walks_yield test_guard_large_mapping_walks_yield
+run_test forced_map_del_races_faults test_guard_forced_map_del_races_faults
 run_test guard_teardown test_guard_teardown
 tap_end
 rpage_loaded && rpage_unload
