@@ -176,20 +176,32 @@ static int write_all(int fd, const void *buf, size_t len)
 	return 0;
 }
 
-static int dial(void)
+/*
+ * Connects from @from to @to; with @timeout_s, a connect that finds the
+ * exporter's queue full gives up after that long.
+ */
+static int dial_within(int timeout_s)
 {
+	struct timeval tv = { .tv_sec = timeout_s };
 	int fd = socket(to.ss_family, SOCK_STREAM, 0), one = 1;
 
 	if (fd < 0)
 		return -1;
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (timeout_s)
+		setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
 	if (bind(fd, (struct sockaddr *)&from, addr_len) ||
 	    connect(fd, (struct sockaddr *)&to, addr_len)) {
 		close(fd);
 		return -1;
 	}
 	return fd;
+}
+
+static int dial(void)
+{
+	return dial_within(0);
 }
 
 static struct rpage_msg_tcp_hello hello_frame(uint16_t major)
@@ -587,6 +599,29 @@ static int destroy_own(int fd, uint64_t id)
 	return rpage_pool_destroy(fd, &d);
 }
 
+/*
+ * Exports @len bytes at @mem as pool @id, each byte 0x11, and opens a
+ * session that has it in its table: the fd, or -1 (said, and nothing of
+ * it left).
+ */
+static int export_session(int rfd, uint64_t id, void *mem, size_t len,
+			  const char *name)
+{
+	int fd;
+
+	if (!mem || export_own(rfd, id, mem, len, 0x11)) {
+		result(name, "exporting pool %llu: %s", (unsigned long long)id,
+		       strerror(errno));
+		return -1;
+	}
+	pool_id = id;
+	pool_gen = 0;
+	fd = session(name);
+	if (fd < 0)
+		destroy_own(rfd, id);
+	return fd;
+}
+
 /* How many bytes of @p, @len of them, are not @byte. */
 static size_t count_not(const uint8_t *p, size_t len, int byte)
 {
@@ -619,18 +654,9 @@ static void destroy_mid_write(int rfd, uint64_t id)
 	uint8_t *mem = mem_alloc(len);
 	int fd, ret;
 
-	if (!mem || export_own(rfd, id, mem, len, 0x11)) {
-		result(name, "exporting pool %llu: %s", (unsigned long long)id,
-		       strerror(errno));
+	fd = export_session(rfd, id, mem, len, name);
+	if (fd < 0)
 		return;
-	}
-	pool_id = id;
-	pool_gen = 0;
-	fd = session(name);
-	if (fd < 0) {
-		destroy_own(rfd, id);
-		return;
-	}
 	memset(data, 0xee, sizeof(data));
 	req = io_frame(RPAGE_MSG_WRITE_REQ, 1, id, pool_gen, 0, sizeof(data));
 	req.hdr.length = htole32(sizeof(req) + sizeof(data));
@@ -755,18 +781,9 @@ static void read_across_a_destroy(int rfd, uint64_t id)
 	int fd;
 	struct rpage_msg_io req, a;
 
-	if (!mem || export_own(rfd, id, mem, len, 0x11)) {
-		result(name, "exporting pool %llu: %s", (unsigned long long)id,
-		       strerror(errno));
+	fd = export_session(rfd, id, mem, len, name);
+	if (fd < 0)
 		return;
-	}
-	pool_id = id;
-	pool_gen = 0;
-	fd = session(name);
-	if (fd < 0) {
-		destroy_own(rfd, id);
-		return;
-	}
 	/* More than the sockets hold: the exporter waits to send the rest. */
 	for (i = 0; i < nr; i++) {
 		req = io_frame(RPAGE_MSG_READ_REQ, i % 64, id, pool_gen,
@@ -925,24 +942,6 @@ struct stranger {
 	unsigned int sent;
 };
 
-/* Dials without waiting long: a stranger's connect may find a full queue. */
-static int stranger_dial(void)
-{
-	struct timeval tv = { .tv_sec = 1 };
-	int fd = socket(to.ss_family, SOCK_STREAM, 0), one = 1;
-
-	if (fd < 0)
-		return -1;
-	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-	if (bind(fd, (struct sockaddr *)&from, addr_len) ||
-	    connect(fd, (struct sockaddr *)&to, addr_len)) {
-		close(fd);
-		return -1;
-	}
-	return fd;
-}
-
 static int strangers(unsigned int n, unsigned int seconds)
 {
 	struct rpage_msg_tcp_hello hello = hello_frame(RPAGE_PROTO_MAJOR);
@@ -971,7 +970,7 @@ static int strangers(unsigned int n, unsigned int seconds)
 				clock_gettime(CLOCK_MONOTONIC, &s->opened);
 				s->spoke = s->opened;
 				s->sent = 0;
-				s->fd = stranger_dial();
+				s->fd = dial_within(1);
 				if (s->fd >= 0)
 					opened++;
 				continue;
