@@ -800,11 +800,13 @@ static struct rpage_pool *rpage_pool_find(u64 id)
  * since a destroy waits for it.
  */
 int rpage_pool_access_begin(void)
+	__acquires(rpage_pool_access)
 {
 	return srcu_read_lock(&rpage_pool_srcu);
 }
 
 void rpage_pool_access_end(int idx)
+	__releases(rpage_pool_access)
 {
 	srcu_read_unlock(&rpage_pool_srcu, idx);
 }

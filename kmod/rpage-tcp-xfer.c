@@ -349,23 +349,23 @@ int rpage_tcp_serve_data(struct rpage_tcp_queue *q, u32 off, u32 n)
 	void *va;
 	int idx, ret;
 
+	idx = rpage_pool_access_begin();
 	if (q->rx_status == RPAGE_IO_OK) {
-		idx = rpage_pool_access_begin();
 		pool = rpage_pool_lookup(le64_to_cpu(io->pool_id),
 					 le64_to_cpu(io->generation));
-		if (!pool) {
-			rpage_pool_access_end(idx);
+		if (!pool)
 			q->rx_status = RPAGE_IO_NO_POOL;
-		}
 	}
-	if (!pool)
-		return rpage_tcp_recv(q, q->rx_buf,
-				      min_t(u32, n, sizeof(q->rx_buf)));
-	page = rpage_pool_page(pool, le64_to_cpu(io->offset) +
-			       (q->rx_data_have & PAGE_MASK));
-	va = kmap_local_page(page);
-	ret = rpage_tcp_recv(q, va + off, n);
-	kunmap_local(va);
+	if (pool) {
+		page = rpage_pool_page(pool, le64_to_cpu(io->offset) +
+				       (q->rx_data_have & PAGE_MASK));
+		va = kmap_local_page(page);
+		ret = rpage_tcp_recv(q, va + off, n);
+		kunmap_local(va);
+	} else {
+		ret = rpage_tcp_recv(q, q->rx_buf,
+				     min_t(u32, n, sizeof(q->rx_buf)));
+	}
 	rpage_pool_access_end(idx);
 	return ret;
 }
