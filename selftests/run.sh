@@ -207,9 +207,11 @@ for kver in "${kernels[@]}"; do
 	# the slab allocator checking every object it hands out and frees.
 	run=$VM_DIR/$kver/hostile
 	t0=$(date +%s)
+	# Its job takes 8 to 13 minutes under TCG here.
 	RPAGE_VM_APPEND="${RPAGE_VM_APPEND:-} slub_debug=FZPU" \
 		vm_boot "$kver" "$run" selftests/guest/hostile.sh --smp 2 \
-		--mem 2048 --udp "$((port_base + 2)):$((port_base + 3))"
+		--mem 2048 --udp "$((port_base + 2)):$((port_base + 3))" \
+		--timeout "${RPAGE_VM_TIMEOUT:-1500}"
 	echo "# [$kver hostile] guest ran $(( $(date +%s) - t0 ))s"
 	judge_guest "$kver hostile" "$run"
 

@@ -66,7 +66,7 @@ guard_longest() {
 # pool with no SIGBUS, every byte checked; the log names the stranger.
 test_guard_tcp_strangers_lock_out_nobody() {
 	local mark pid out=/tmp/strangers.out unknown other longest
-	mark=$(( $(dmesg | wc -l) + 1 ))
+	mark=$(dmesg_mark)
 	unknown=$(endpoint_field rejected_unknown)
 	other=$(endpoint_field rejected_other)
 	"$GUARD_ROGUE" --from "$GUARD_STRANGER" --to "$GUARD_ADDR" \
@@ -98,7 +98,7 @@ test_guard_tcp_strangers_lock_out_nobody() {
 # as ever.
 test_guard_tcp_peer_cannot_crowd_out_others() {
 	local mark pid out=/tmp/crowd.out other longest
-	mark=$(( $(dmesg | wc -l) + 1 ))
+	mark=$(dmesg_mark)
 	other=$(endpoint_field rejected_other)
 	"$RPAGECTL" peer add rogue addr "$GUARD_ROGUE_ADDR" transport tcp || return
 	"$GUARD_ROGUE" --from "$GUARD_ROGUE_ADDR" --to "$GUARD_ADDR" \

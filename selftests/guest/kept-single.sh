@@ -149,7 +149,7 @@ test_kept_read_late_completion() {
 # reader of the queue pair, whose own reads are right.
 test_kept_killed_reader_leaves_the_queue_pair() {
 	local reconnects pid t0 took mark
-	mark=$(( $(dmesg | wc -l) + 1 ))
+	mark=$(dmesg_mark)
 	reconnects=$(peer_field self reconnects)
 	rxe_stall || return
 	"$RPAGECTL" read self 1 0 64K file /tmp/kept-k > /dev/null 2>&1 &

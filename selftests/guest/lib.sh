@@ -179,10 +179,25 @@ ms_since() {
 	echo $(( (${EPOCHREALTIME/./} - $1) / 1000 ))
 }
 
-# dmesg_since LINE: the kernel log lines from line LINE on (a mark taken
-# as $(( $(dmesg | wc -l) + 1 ))).
+# dmesg_mark: puts a mark in the kernel log and prints it, for
+# dmesg_since. A mark of its own, not a line count: in a long job the
+# kernel's ring buffer wraps, and line numbers with it.
+dmesg_mark() {
+	local mark="rpage-test-mark-$$-$RANDOM-${EPOCHREALTIME/./}"
+	echo "$mark" > /dev/kmsg
+	echo "$mark"
+}
+
+# dmesg_since MARK: the kernel log lines after MARK (from dmesg_mark);
+# the whole log if MARK has scrolled out of it (all of it is newer).
 dmesg_since() {
-	dmesg | tail -n "+$1"
+	local log
+	log=$(dmesg)
+	if grep -q -- "$1" <<< "$log"; then
+		sed -n "/$1/,\$p" <<< "$log" | tail -n +2
+	else
+		echo "$log"
+	fi
 }
 
 # stall_held_up_nothing OUT PID: `rpage_fault stall` (PID, its output in

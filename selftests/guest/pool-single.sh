@@ -556,7 +556,7 @@ test_tcp_killed_halfway_through_a_frame() {
 	wmem=$(sysctl -n net.ipv4.tcp_wmem) || return
 	tcp_small_buffers || { sysctl -q -w net.ipv4.tcp_wmem="$wmem"; return 1; }
 	before=$(peer_field tcp reconnects)
-	mark=$(( $(dmesg | wc -l) + 1 ))
+	mark=$(dmesg_mark)
 	for try in 1 2 3 4 5; do
 		wait_until 60 peer_is tcp connected || { rc=1; break; }
 		rm -f /tmp/kh.ready /tmp/kh.go

@@ -20,7 +20,7 @@ POOL7_SIZE=1G
 # that a host A that runs short shows it.
 test_pressure_pool_a() {
 	local sampler mark
-	mark=$(( $(dmesg | wc -l) + 1 ))
+	mark=$(dmesg_mark)
 	"$RPAGECTL" pool create 7 size "$POOL7_SIZE" || fail "pool create 7 size $POOL7_SIZE" || return
 	echo "MemAvailable with pool 7: $(mem_available_kib) kB"
 	mem_low_sampler /tmp/pressure-a.low &
@@ -72,7 +72,7 @@ pressure_prefetch_b() {
 	total=$(awk '/^MemTotal:/ { print $2 }' /proc/meminfo)
 	reserve=$(( total / 100 * pct ))
 	reconnects=$(peer_field a reconnects)
-	mark=$(( $(dmesg | wc -l) + 1 ))
+	mark=$(dmesg_mark)
 	"$FAULT" prefetch a 7 1G --depth 64 --no-touch > "$out" 2>&1 &
 	pf_pid=$!
 	mem_low_sampler /tmp/pressure-b.low &

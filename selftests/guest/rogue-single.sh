@@ -179,7 +179,7 @@ test_rogue_deaf_reader_holds_up_nobody() {
 	# timeout goes under the 25 to 30 s the host waits here.
 	hung=$(cat /proc/sys/kernel/hung_task_timeout_secs)
 	echo 5 > /proc/sys/kernel/hung_task_timeout_secs || return
-	mark=$(( $(dmesg | wc -l) + 1 ))
+	mark=$(dmesg_mark)
 	t0=${EPOCHREALTIME/./}
 	echo "deaf $RPAGE_IP 7471 90" >&7 || return
 	wait_until 20 eval '[ "$(peer_field rogue qps_inbound)" -ge 1 ]' ||
