@@ -17,74 +17,26 @@ here=$(cd "$(dirname "$0")" && pwd)
 . "$here/vm/lib.sh"
 cd "$RPAGE_REPO" || exit 1
 
-passed=0
-failed=0
-skipped=0
 start=$(date +%s)
 results=$RPAGE_BUILD/results
 rm -rf "$results"
 mkdir -p "$results"
+. "$here/vm/tap.sh"
 
-# Every failure and its first reasons, said again at the very end: a
-# run's output is long, and whoever reads only its end (a CI summary)
-# then still sees what failed and why.
-recap=()
-
-# report OK|FAIL|SKIP NAME [DETAIL...]: one host-level test point.
-report() {
-	local verdict=$1 name=$2
-	shift 2
-	case "$verdict" in
-	OK) passed=$((passed + 1)); echo "ok - $name" ;;
-	SKIP) skipped=$((skipped + 1)); echo "ok - $name # SKIP $*" ;;
-	*) failed=$((failed + 1)); echo "not ok - $name"
-	   recap+=("not ok - $name")
-	   if [ $# -gt 0 ]; then
-		printf '#   %s\n' "$@"
-		recap+=("${@/#/#   }")
-	   fi ;;
-	esac
-}
-
-# How many of a failed test's last diagnostic lines the recap repeats,
-# and how much of each: enough to say why without the whole stream.
-RECAP_DIAG_LINES=6
-RECAP_DIAG_WIDTH=240
-
-# Counts the TAP streams a guest left, and echoes their failures. The
-# recap gets each failed test's last diagnostic lines: the full output
-# may be cut short where it is read.
-collect_tap() {
-	local label=$1 run=$2 f line diag=()
-	for f in "$run"/out/tap/*.tap; do
-		[ -e "$f" ] || continue
-		while IFS= read -r line; do
-			case "$line" in
-			"#"*)
-				diag+=("#     ${line:0:$RECAP_DIAG_WIDTH}")
-				[ ${#diag[@]} -gt "$RECAP_DIAG_LINES" ] && diag=("${diag[@]:1}") ;;
-			"not ok "*)
-				failed=$((failed + 1)); echo "not ok - [$label] ${line#not ok }"
-				recap+=("not ok - [$label] ${line#not ok }" "${diag[@]}")
-				diag=() ;;
-			"ok "*"# SKIP"*|"ok "*"# skip"*)
-				skipped=$((skipped + 1)); echo "ok - [$label] ${line#ok } "
-				diag=() ;;
-			"ok "*)
-				passed=$((passed + 1)); echo "ok - [$label] ${line#ok }"
-				diag=() ;;
-			esac
-		done < "$f"
-	done
-}
+# The TAP streams each job writes (selftests/guest/): one missing is a
+# part or a program that never ran.
+SINGLE_STREAMS="module api teardown conn-single config pool-single pool map
+	loop-single map-loop loop-single-end tcp-single map-tcp tcp-single-end
+	fault-single pool-teardown named"
+HOSTILE_STREAMS="fuzz rogue kept guard"
 
 # Judges a finished guest: its job, its TAP, its kernel log. Returns 0
 # if all is well, 1 if a test failed, 2 if the guest itself failed (the
 # end of its console shown then).
 judge_guest() {
-	local label=$1 run=$2 failed_before=$failed
+	local label=$1 run=$2 expected=$3 failed_before=$failed
 	[ -s "$run/boot-retried" ] && echo "# [$label] note: $(cat "$run/boot-retried")"
-	collect_tap "$label" "$run"
+	collect_tap "$label" "$run" "$expected"
 	if vm_judge "$run"; then
 		report OK "[$label] guest finished with a clean kernel log"
 	else
@@ -118,9 +70,9 @@ link_counters() {
 # reached): if either failed, the end of each console not shown yet is.
 judge_pair() {
 	local label=$1 pair=$2 node rc_a rc_b rc stall stalled=0
-	judge_guest "$label host-a" "$pair/a"
+	judge_guest "$label host-a" "$pair/a" pair-a
 	rc_a=$?
-	judge_guest "$label host-b" "$pair/b"
+	judge_guest "$label host-b" "$pair/b" pair-b
 	rc_b=$?
 	[ "$rc_a" -eq 0 ] && [ "$rc_b" -eq 0 ] && return 0
 	for node in a b; do
@@ -167,18 +119,10 @@ else
 fi
 
 "$RPAGE_REPO/selftests/host/checks.sh" > "$results/host-checks.tap" 2>&1
-collect_tap_file() {
-	local line
-	while IFS= read -r line; do
-		case "$line" in
-		"not ok "*) failed=$((failed + 1)); echo "$line"; recap+=("$line") ;;
-		"ok "*"# SKIP"*) skipped=$((skipped + 1)); echo "$line" ;;
-		"ok "*) passed=$((passed + 1)); echo "$line" ;;
-		"#"*) echo "$line" ;;
-		esac
-	done < "$1"
-}
 collect_tap_file "$results/host-checks.tap"
+# The harness fails what it must (before any guest trusts it).
+"$RPAGE_REPO/selftests/host/harness.sh" > "$results/harness.tap" 2>&1
+collect_tap_file "$results/harness.tap"
 
 # --- guests, kernel by kernel -----------------------------------------
 port_base=$((30000 + ($$ % 1000) * 20))
@@ -201,7 +145,7 @@ for kver in "${kernels[@]}"; do
 	vm_boot "$kver" "$run" selftests/guest/single.sh --smp 2 --mem 2048 \
 		--udp "$port_base:$((port_base + 1))" --timeout "${RPAGE_VM_TIMEOUT:-1200}"
 	echo "# [$kver single] guest ran $(( $(date +%s) - t0 ))s"
-	judge_guest "$kver single" "$run"
+	judge_guest "$kver single" "$run" "$SINGLE_STREAMS"
 
 	# One guest of hostile input (ioctl fuzzer, rogue exporter), with
 	# the slab allocator checking every object it hands out and frees.
@@ -213,7 +157,7 @@ for kver in "${kernels[@]}"; do
 		--mem 2048 --udp "$((port_base + 2)):$((port_base + 3))" \
 		--timeout "${RPAGE_VM_TIMEOUT:-1500}"
 	echo "# [$kver hostile] guest ran $(( $(date +%s) - t0 ))s"
-	judge_guest "$kver hostile" "$run"
+	judge_guest "$kver hostile" "$run" "$HOSTILE_STREAMS"
 
 	# Two guests, host A and host B, on one link over a Unix socket.
 	pair=$VM_DIR/$kver/pair

@@ -46,42 +46,80 @@ tap_line() {
 	echo "$*" | tee -a "$tap_file"
 }
 
+# Set by fail() and skip() within a test point, read by run_test.
+TEST_FAILED=0
+TEST_SKIPPED=0
+
 # run_test NAME COMMAND...: one test point; the command's output is kept
-# as TAP diagnostics.
+# as TAP diagnostics. It fails if the command fails, or if any check in
+# it failed (fail()), whatever the command did after that; it is skipped
+# only if it said so (skip()).
 run_test() {
 	local name=$1 log rc
 	shift
 	tap_count=$((tap_count + 1))
+	TEST_FAILED=0
+	TEST_SKIPPED=0
 	log=$(mktemp)
 	"$@" > "$log" 2>&1
 	rc=$?
 	sed 's/^/# /' "$log" | tee -a "$tap_file"
 	rm -f "$log"
-	if [ "$rc" -eq 0 ]; then
-		tap_line "ok $tap_count $name"
-	elif [ "$rc" -eq 4 ]; then
+	if [ "$TEST_FAILED" -ne 0 ]; then
+		tap_line "not ok $tap_count $name"
+	elif [ "$TEST_SKIPPED" -ne 0 ] && [ "$rc" -eq 4 ]; then
 		tap_line "ok $tap_count $name # SKIP"
+	elif [ "$rc" -eq 0 ]; then
+		tap_line "ok $tap_count $name"
 	else
+		[ "$rc" -eq 4 ] && echo "# exit status 4 without skip(): a failure" |
+			tee -a "$tap_file"
 		tap_line "not ok $tap_count $name"
 	fi
 }
 
 # run_kselftest NAME BINARY [ARGS]: a kselftest_harness program, whose
-# TAP output is its own stream.
+# TAP output is its own stream; its exit status goes beside it, in
+# NAME.exit, for the host to judge (a program that failed to start
+# prints no plan, and one that crashed an incomplete one).
 run_kselftest() {
 	local name=$1
 	shift
 	"$@" 2>&1 | tee "$TAP_DIR/$name.tap"
+	echo "${PIPESTATUS[0]}" > "$TAP_DIR/$name.exit"
 }
 
-# Helpers that fail a test with a reason.
+# Helpers that fail a test with a reason: the test point fails even if a
+# later command of it succeeds.
 fail() {
 	echo "FAIL: $*"
+	TEST_FAILED=1
 	return 1
+}
+
+# skip REASON: the test point cannot run here (a feature or device is
+# missing); returns 4, which the test returns.
+skip() {
+	echo "SKIP: $*"
+	TEST_SKIPPED=1
+	return 4
 }
 
 expect_eq() {
 	[ "$1" = "$2" ] || fail "${3:-value}: got '$1', want '$2'"
+}
+
+# jq, with no input an error: Debian's jq 1.6 takes empty input for
+# success even with -e, so that a check of what a command printed would
+# pass when the command failed and printed nothing.
+jq() {
+	local input
+	input=$(cat)
+	if [ -z "$input" ]; then
+		echo "jq: no input" >&2
+		return 1
+	fi
+	printf '%s\n' "$input" | command jq "$@"
 }
 
 rpage_load() {

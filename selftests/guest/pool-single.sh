@@ -437,7 +437,7 @@ test_tcp_rogue_reader() {
 # pool 2 beside "self", every byte checked.
 test_tcp_over_ipv6() {
 	ip -6 addr show dev lo | grep -q "inet6 ::1/" ||
-		{ echo "no IPv6 address on lo"; return 4; }
+		skip "no IPv6 address on lo" || return
 	"$RPAGECTL" endpoint add ::1 || fail "endpoint add ::1" || return
 	"$RPAGECTL" endpoint show
 	"$RPAGECTL" -j endpoint show |
@@ -474,7 +474,7 @@ tcp_small_buffers() {
 # connection stays up (no reconnect), every page written back.
 test_tcp_signals_during_blocked_sends() {
 	local wmem out rc before
-	modprobe sch_netem || { echo "no sch_netem"; return 4; }
+	modprobe sch_netem || skip "no sch_netem" || return
 	wmem=$(sysctl -n net.ipv4.tcp_wmem) || return
 	"$PATTERN" write self 2 0 4M --seed 0 || return
 	tcp_small_buffers &&
@@ -505,7 +505,7 @@ test_tcp_signals_during_blocked_sends() {
 # The local RDMA peer's traffic goes over lo too: "self" reconnects.
 test_tcp_fault_behind_a_full_socket() {
 	local fault=$SELFTESTS/rpage_fault wmem spid epid rc=0 erc
-	modprobe sch_netem || { echo "no sch_netem"; return 4; }
+	modprobe sch_netem || skip "no sch_netem" || return
 	"$PATTERN" write self 2 0 8M --seed 0 || return
 	wmem=$(sysctl -n net.ipv4.tcp_wmem) || return
 	tcp_small_buffers || { sysctl -q -w net.ipv4.tcp_wmem="$wmem"; return 1; }
@@ -551,7 +551,7 @@ test_tcp_fault_behind_a_full_socket() {
 # right.
 test_tcp_killed_halfway_through_a_frame() {
 	local fault=$SELFTESTS/rpage_fault wmem pid mark before try hit=0 rc=0
-	modprobe sch_netem || { echo "no sch_netem"; return 4; }
+	modprobe sch_netem || skip "no sch_netem" || return
 	"$PATTERN" write self 2 0 8M --seed 0 || return
 	wmem=$(sysctl -n net.ipv4.tcp_wmem) || return
 	tcp_small_buffers || { sysctl -q -w net.ipv4.tcp_wmem="$wmem"; return 1; }
