@@ -172,7 +172,8 @@ check:
 check-debug:
 	kver=$$(./scripts/build-debug-kernel.sh) && \
 	RPAGE_KERNELS=$$kver RPAGE_SKIP_DEPS=1 \
-	RPAGE_VM_TIMEOUT=$${RPAGE_VM_TIMEOUT:-5400} ./selftests/run.sh
+	RPAGE_VM_TIMEOUT=$${RPAGE_VM_TIMEOUT:-5400} \
+	RPAGE_RUN_BUDGET=$${RPAGE_RUN_BUDGET:-10800} ./selftests/run.sh
 
 demo:
 	./selftests/vm/demo.sh

@@ -10,7 +10,8 @@
 # nothing failed.
 #
 # Environment: RPAGE_KERNELS, RPAGE_VM_ACCEL, RPAGE_VM_TIMEOUT (see
-# selftests/vm/lib.sh); RPAGE_SKIP_DEPS=1 skips the package install.
+# selftests/vm/lib.sh); RPAGE_SKIP_DEPS=1 skips the package install;
+# RPAGE_RUN_BUDGET, the seconds the whole run may take (4800).
 set -u
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -124,6 +125,43 @@ collect_tap_file "$results/host-checks.tap"
 "$RPAGE_REPO/selftests/host/harness.sh" > "$results/harness.tap" 2>&1
 collect_tap_file "$results/harness.tap"
 
+# The run's budget: CI stops a run at 90 minutes, and a run stopped says
+# nothing of what failed. No guest's watchdog lets it run past the
+# budget (less a minute to judge it), and a guest with less than two
+# minutes left does not start and fails; the recap and the count come
+# out either way, and on SIGTERM or SIGINT too.
+RUN_BUDGET=${RPAGE_RUN_BUDGET:-4800}
+job_times=()
+
+# job_timeout NAME WATCHDOG: the watchdog NAME gets, WATCHDOG or what is
+# left of the budget; false (a failure reported) if too little is left.
+job_timeout() {
+	local left=$(( RUN_BUDGET - ($(date +%s) - start) - 60 ))
+	if [ "$left" -lt 120 ]; then
+		report FAIL "[$1] not run: ${left}s left of the run's ${RUN_BUDGET}s budget"
+		return 1
+	fi
+	echo $(( left < $2 ? left : $2 ))
+}
+
+# job_took NAME T0 WATCHDOG: how long NAME ran, said now and in the summary.
+job_took() {
+	local took=$(( $(date +%s) - $2 ))
+	echo "# [$1] guest ran ${took}s"
+	job_times+=("$1: ${took}s of its ${3}s watchdog")
+}
+
+finish() {
+	if [ ${#recap[@]} -gt 0 ]; then
+		echo "# what failed, again (details above):"
+		printf '%s\n' "${recap[@]}" | head -n 120
+	fi
+	[ ${#job_times[@]} -gt 0 ] && printf '# %s\n' "${job_times[@]}"
+	echo "# total time $(( $(date +%s) - start ))s of a ${RUN_BUDGET}s budget"
+	echo "$passed passed, $failed failed, $skipped skipped"
+}
+trap 'report FAIL "the run was stopped after $(( $(date +%s) - start ))s"; finish; exit 1' TERM INT
+
 # --- guests, kernel by kernel -----------------------------------------
 port_base=$((30000 + ($$ % 1000) * 20))
 for kver in "${kernels[@]}"; do
@@ -137,51 +175,51 @@ for kver in "${kernels[@]}"; do
 	accel=$(vm_accel "$kver")
 	echo "# [$kver] accelerator: $accel"
 
-	# One guest, rxe loopback.
+	# One guest, rxe loopback. Its job takes about 14 minutes under TCG
+	# here: the default watchdog (15) leaves too little for a slower day.
 	run=$VM_DIR/$kver/single
 	t0=$(date +%s)
-	# Its job takes about 14 minutes under TCG here: the default
-	# watchdog (15) leaves too little for a slower day.
-	vm_boot "$kver" "$run" selftests/guest/single.sh --smp 2 --mem 2048 \
-		--udp "$port_base:$((port_base + 1))" --timeout "${RPAGE_VM_TIMEOUT:-1200}"
-	echo "# [$kver single] guest ran $(( $(date +%s) - t0 ))s"
-	judge_guest "$kver single" "$run" "$SINGLE_STREAMS"
+	if tmo=$(job_timeout "$kver single" "${RPAGE_VM_TIMEOUT:-1200}"); then
+		vm_boot "$kver" "$run" selftests/guest/single.sh --smp 2 --mem 2048 \
+			--udp "$port_base:$((port_base + 1))" --timeout "$tmo"
+		job_took "$kver single" "$t0" "$tmo"
+		judge_guest "$kver single" "$run" "$SINGLE_STREAMS"
+	fi
 
 	# One guest of hostile input (ioctl fuzzer, rogue exporter), with
 	# the slab allocator checking every object it hands out and frees.
 	run=$VM_DIR/$kver/hostile
 	t0=$(date +%s)
 	# Its job takes 8 to 13 minutes under TCG here.
-	RPAGE_VM_APPEND="${RPAGE_VM_APPEND:-} slub_debug=FZPU" \
-		vm_boot "$kver" "$run" selftests/guest/hostile.sh --smp 2 \
-		--mem 2048 --udp "$((port_base + 2)):$((port_base + 3))" \
-		--timeout "${RPAGE_VM_TIMEOUT:-1500}"
-	echo "# [$kver hostile] guest ran $(( $(date +%s) - t0 ))s"
-	judge_guest "$kver hostile" "$run" "$HOSTILE_STREAMS"
+	if tmo=$(job_timeout "$kver hostile" "${RPAGE_VM_TIMEOUT:-1500}"); then
+		RPAGE_VM_APPEND="${RPAGE_VM_APPEND:-} slub_debug=FZPU" \
+			vm_boot "$kver" "$run" selftests/guest/hostile.sh --smp 2 \
+			--mem 2048 --udp "$((port_base + 2)):$((port_base + 3))" \
+			--timeout "$tmo"
+		job_took "$kver hostile" "$t0" "$tmo"
+		judge_guest "$kver hostile" "$run" "$HOSTILE_STREAMS"
+	fi
 
 	# Two guests, host A and host B, on one link over a Unix socket.
-	pair=$VM_DIR/$kver/pair
-	t0=$(date +%s)
 	# Its job takes 13 to 15 minutes under TCG here: more than the
 	# default watchdog leaves.
-	vm_boot_pair "$kver" "$pair" selftests/guest/pair.sh \
-		--timeout "${RPAGE_VM_TIMEOUT:-1200}"
-	echo "# [$kver pair] guests ran $(( $(date +%s) - t0 ))s"
-	judge_pair "$kver" "$pair"
+	pair=$VM_DIR/$kver/pair
+	t0=$(date +%s)
+	if tmo=$(job_timeout "$kver pair" "${RPAGE_VM_TIMEOUT:-1200}"); then
+		vm_boot_pair "$kver" "$pair" selftests/guest/pair.sh --timeout "$tmo"
+		job_took "$kver pair" "$t0" "$tmo"
+		judge_pair "$kver" "$pair"
+	fi
 
 	# The same two hosts with no RDMA device: everything over TCP.
 	pair=$VM_DIR/$kver/pair-tcp
 	t0=$(date +%s)
-	vm_boot_pair "$kver" "$pair" selftests/guest/pair-tcp.sh \
-		--timeout "${RPAGE_VM_TIMEOUT:-1200}"
-	echo "# [$kver pair-tcp] guests ran $(( $(date +%s) - t0 ))s"
-	judge_pair "$kver pair-tcp" "$pair"
+	if tmo=$(job_timeout "$kver pair-tcp" "${RPAGE_VM_TIMEOUT:-1200}"); then
+		vm_boot_pair "$kver" "$pair" selftests/guest/pair-tcp.sh --timeout "$tmo"
+		job_took "$kver pair-tcp" "$t0" "$tmo"
+		judge_pair "$kver pair-tcp" "$pair"
+	fi
 done
 
-if [ ${#recap[@]} -gt 0 ]; then
-	echo "# what failed, again (details above):"
-	printf '%s\n' "${recap[@]}" | head -n 120
-fi
-echo "# total time $(( $(date +%s) - start ))s"
-echo "$passed passed, $failed failed, $skipped skipped"
+finish
 [ "$failed" -eq 0 ]
