@@ -37,15 +37,18 @@ guard_kill_own_connections() {
 }
 
 # guard_reconnects_within MS: the peer "tcp", its connections cut, is
-# connected again within MS ms (times RPAGE_SLOW).
+# connected again within MS ms (times RPAGE_SLOW). When it did is the
+# peer's own word (how long it has been connected when polled), not the
+# polling's: on a loaded host each poll takes seconds.
 guard_reconnects_within() {
-	local before t0 took
+	local before t0 took in_state
 	before=$(peer_field tcp reconnects)
 	guard_kill_own_connections || fail "ss -K" || return
 	t0=${EPOCHREALTIME/./}
 	wait_until 30 peer_field_ge tcp reconnects $((before + 1))
 	wait_until 30 peer_is tcp connected
-	took=$(ms_since "$t0")
+	in_state=$(peer_field tcp state_ms)
+	took=$(( $(ms_since "$t0") - ${in_state%.*} ))
 	echo "tcp connected again ${took} ms after its connections were cut"
 	"$RPAGECTL" peer show tcp
 	[ "$took" -le $(($1 * RPAGE_SLOW)) ] || fail "tcp took ${took} ms to come back"
@@ -80,7 +83,8 @@ test_guard_tcp_strangers_lock_out_nobody() {
 	cat "$out"
 	"$RPAGECTL" endpoint show
 	longest=$(guard_longest "$out") || fail "the strangers did not run" || return
-	[ "$longest" -lt $((2000 * RPAGE_SLOW)) ] ||
+	# Closed at accept: never held for a hello (connect_timeout_ms, 5 s).
+	[ "$longest" -lt $((4000 * RPAGE_SLOW)) ] ||
 		fail "a stranger's connection stayed open $longest ms" || return
 	expect_eq "$(endpoint_field rejected_other)" "$other" \
 		"connections refused for want of room" || return
@@ -112,7 +116,8 @@ test_guard_tcp_peer_cannot_crowd_out_others() {
 	"$RPAGECTL" peer del rogue || return
 	"$RPAGECTL" endpoint show
 	longest=$(guard_longest "$out") || fail "the rogue did not run" || return
-	[ "$longest" -le $((6500 * RPAGE_SLOW)) ] ||
+	# connect_timeout_ms (5 s) for the whole hello, not per receive.
+	[ "$longest" -le $((7500 * RPAGE_SLOW)) ] ||
 		fail "a hello was awaited $longest ms" || return
 	[ "$(endpoint_field rejected_other)" -gt "$other" ] ||
 		fail "no connection of the rogue refused for want of room" || return
