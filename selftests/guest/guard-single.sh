@@ -73,7 +73,7 @@ test_guard_tcp_strangers_lock_out_nobody() {
 	unknown=$(endpoint_field rejected_unknown)
 	other=$(endpoint_field rejected_other)
 	"$GUARD_ROGUE" --from "$GUARD_STRANGER" --to "$GUARD_ADDR" \
-		--port "$GUARD_PORT" --strangers 200 --seconds 40 > "$out" 2>&1 &
+		--port "$GUARD_PORT" --strangers 200 --seconds 25 > "$out" 2>&1 &
 	pid=$!
 	sleep 8
 	guard_reconnects_within 10000 &&
@@ -106,7 +106,7 @@ test_guard_tcp_peer_cannot_crowd_out_others() {
 	other=$(endpoint_field rejected_other)
 	"$RPAGECTL" peer add rogue addr "$GUARD_ROGUE_ADDR" transport tcp || return
 	"$GUARD_ROGUE" --from "$GUARD_ROGUE_ADDR" --to "$GUARD_ADDR" \
-		--port "$GUARD_PORT" --strangers 12 --seconds 25 > "$out" 2>&1 &
+		--port "$GUARD_PORT" --strangers 12 --seconds 18 > "$out" 2>&1 &
 	pid=$!
 	sleep 8
 	guard_reconnects_within 10000 ||
