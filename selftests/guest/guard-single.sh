@@ -45,8 +45,9 @@ guard_reconnects_within() {
 	before=$(peer_field tcp reconnects)
 	guard_kill_own_connections || fail "ss -K" || return
 	t0=${EPOCHREALTIME/./}
-	wait_until 30 peer_field_ge tcp reconnects $((before + 1))
-	wait_until 30 peer_is tcp connected
+	wait_until 30 peer_field_ge tcp reconnects $((before + 1)) &&
+		wait_until 30 peer_is tcp connected ||
+		{ "$RPAGECTL" peer show tcp; fail "tcp not back"; return; }
 	in_state=$(peer_field tcp state_ms)
 	took=$(( $(ms_since "$t0") - ${in_state%.*} ))
 	echo "tcp connected again ${took} ms after its connections were cut"
