@@ -84,6 +84,10 @@
 
 #define PAGE		4096
 #define TIMEOUT_MS	10000
+/* How long a send may wait for room: the exporter never reads again. */
+#define SEND_TIMEOUT_S	30
+/* No mode of the rogue runs this long past what it was asked to. */
+#define RUN_LIMIT_S	600
 #define NODE_ID		0x7cb0
 
 /* Where the rogue connects from and to: IPv4, or IPv6 with a scope. */
@@ -177,8 +181,8 @@ static int write_all(int fd, const void *buf, size_t len)
 }
 
 /*
- * Connects from @from to @to; with @timeout_s, a connect that finds the
- * exporter's queue full gives up after that long.
+ * Connects from @from to @to. A connect that finds the exporter's queue
+ * full, and a send that finds no room, give up after @timeout_s.
  */
 static int dial_within(int timeout_s)
 {
@@ -189,8 +193,7 @@ static int dial_within(int timeout_s)
 		return -1;
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	if (timeout_s)
-		setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
 	if (bind(fd, (struct sockaddr *)&from, addr_len) ||
 	    connect(fd, (struct sockaddr *)&to, addr_len)) {
 		close(fd);
@@ -201,7 +204,7 @@ static int dial_within(int timeout_s)
 
 static int dial(void)
 {
-	return dial_within(0);
+	return dial_within(SEND_TIMEOUT_S);
 }
 
 static struct rpage_msg_tcp_hello hello_frame(uint16_t major)
@@ -347,6 +350,33 @@ static int ask(int fd, struct rpage_msg_io *req, const void *data,
 	    le32toh(req->io_length) > out_len)
 		return -2;
 	return read_all(fd, out, len - sizeof(a)) ? -1 : 0;
+}
+
+/*
+ * Reads the fixed part of the next read's or write's answer into @a,
+ * passing over the control messages before it (a pool's withdrawal goes
+ * on the first connection too): 0, -1 if the connection ended, -2 for a
+ * frame that cannot be followed.
+ */
+static int read_answer(int fd, struct rpage_msg_io *a)
+{
+	static uint8_t skip[RPAGE_MSG_MAX];
+	uint32_t len;
+	uint16_t type;
+
+	for (;;) {
+		if (read_all(fd, &a->hdr, sizeof(a->hdr)))
+			return -1;
+		type = le16toh(a->hdr.type);
+		len = le32toh(a->hdr.length);
+		if (type == RPAGE_MSG_READ_RESP || type == RPAGE_MSG_WRITE_RESP)
+			return read_all(fd, (char *)a + sizeof(a->hdr),
+					sizeof(*a) - sizeof(a->hdr)) ? -1 : 0;
+		if (len < sizeof(a->hdr) || len > sizeof(skip))
+			return -2;
+		if (read_all(fd, skip, len - sizeof(a->hdr)))
+			return -1;
+	}
 }
 
 /* Expects @status for @req; counts a refusal the exporter should count. */
@@ -650,7 +680,7 @@ static void destroy_mid_write(int rfd, uint64_t id)
 	size_t half = RPAGE_MSG_IO_MAX / 2;
 	static uint8_t data[RPAGE_MSG_IO_MAX];
 	size_t len = 1 << 20, landed;
-	struct rpage_msg_io req;
+	struct rpage_msg_io req, a;
 	uint8_t *mem = mem_alloc(len);
 	int fd, ret;
 
@@ -671,14 +701,26 @@ static void destroy_mid_write(int rfd, uint64_t id)
 		goto out;
 	}
 	/* The destroy has returned: nothing more may land. */
-	write_all(fd, data + half, sizeof(data) - half);
-	usleep(500 * 1000);
+	if (write_all(fd, data + half, sizeof(data) - half)) {
+		result(name, "sending the second half: %s (the exporter reads no more)",
+		       strerror(errno));
+		goto out;
+	}
+	/* Dropped, and the write answered: the connection is still served. */
+	ret = read_answer(fd, &a);
 	landed = count_not(mem + half, len - half, 0x11);
-	printf("# first half landed %zu of %zu bytes, after the destroy %zu\n",
+	printf("# first half landed %zu of %zu bytes, after the destroy %zu; ",
 	       half - count_not(mem, half, 0xee), half, landed);
-	ret = landed ? -1 : 0;
-	result(name, ret ? "%zu bytes landed after the destroy returned" : NULL,
-	       landed);
+	if (ret)
+		printf("no answer\n");
+	else
+		printf("answered with status %u\n", le32toh(a.status));
+	if (landed)
+		result(name, "%zu bytes landed after the destroy returned", landed);
+	else if (ret || le32toh(a.status) != RPAGE_IO_NO_POOL)
+		result(name, "the write was not answered that its pool is gone");
+	else
+		result(name, NULL);
 out:
 	close(fd);
 	munmap(mem, len);
@@ -708,6 +750,9 @@ static void exit_mid_write(uint64_t id, unsigned int wait_s)
 	child = fork();
 	if (child == 0) {
 		int cfd = rpage_test_open();
+
+		close(ready[0]);
+		close(go[1]);
 		uint8_t *mem = mem_alloc(len);
 
 		if (cfd < 0 || !mem || export_own(cfd, id, mem, len, 0x22))
@@ -718,7 +763,11 @@ static void exit_mid_write(uint64_t id, unsigned int wait_s)
 		/* Exits with its pool exported: the file's close destroys it. */
 		_exit(0);
 	}
-	if (read(ready[0], &c, 1) != 1 || c != 1) {
+	/* Each end with one side only: a child gone is an end of file. */
+	close(ready[1]);
+	close(go[0]);
+	ready[1] = go[0] = -1;
+	if (child < 0 || read(ready[0], &c, 1) != 1 || c != 1) {
 		result(name, "the child did not export its pool");
 		goto out;
 	}
@@ -761,8 +810,6 @@ out:
 	if (fd >= 0)
 		close(fd);
 	close(ready[0]);
-	close(ready[1]);
-	close(go[0]);
 	close(go[1]);
 }
 
@@ -800,7 +847,7 @@ static void read_across_a_destroy(int rfd, uint64_t id)
 	/* The process's memory is its own again: it writes what it likes. */
 	memset(mem, 0xaa, len);
 	for (;;) {
-		if (read_all(fd, &a, sizeof(a)))
+		if (read_answer(fd, &a))
 			break;
 		if (le32toh(a.status) != RPAGE_IO_OK)
 			continue;
@@ -1107,6 +1154,8 @@ int main(int argc, char **argv)
 		else if (!strcmp(argv[i], "--flood"))
 			flood_s = atoi(argv[i + 1]);
 	}
+	/* Whatever the exporter does, the rogue ends: its test then fails. */
+	alarm(RUN_LIMIT_S + flood_s + seconds);
 	if (listen_addr && flood_s)
 		return flood(listen_addr, port, flood_s);
 	if (!src || !dst ||
