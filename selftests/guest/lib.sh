@@ -50,6 +50,58 @@ tap_line() {
 TEST_FAILED=0
 TEST_SKIPPED=0
 
+# A test point still running after this many seconds (times RPAGE_SLOW)
+# is reported on the console, once; the report fails nothing.
+RPAGE_TEST_WARN_S=${RPAGE_TEST_WARN_S:-300}
+
+# run_test_tree PID SKIP: the processes under PID, but for SKIP's.
+run_test_tree() {
+	ps -e -o pid= -o ppid= | awk -v root="$1" -v skip="$2" '
+		{ parent[$1] = $2 }
+		END {
+			for (p in parent) {
+				for (q = p; q in parent && q != root && q != skip; q = parent[q])
+					;
+				if (q == root && p != skip)
+					print p
+			}
+		}'
+}
+
+# run_test_watch NAME LOG: after RPAGE_TEST_WARN_S, says that test NAME
+# still runs, what it has printed (in LOG) and where each of its
+# processes waits in the kernel, and has the kernel list its blocked
+# tasks: a job that then times out says which test hung, and on what.
+# Not a job of the test's shell (a bare "wait" in a test waits for its
+# own), and one process that waits in a builtin (a guest has no
+# /dev/fd), its pid in LOG.watch for run_test_unwatch.
+run_test_watch() {
+	local limit=$((RPAGE_TEST_WARN_S * RPAGE_SLOW)) shell=$$
+	mkfifo "$2.fifo" || return
+	(
+		self=$BASHPID
+		# A pipe this process holds both ends of: no end of file.
+		read -r -t "$limit" _ <> "$2.fifo"
+		{
+			echo "# $1 still running after ${limit}s; its output so far:"
+			sed 's/^/#   /' "$2"
+			for p in $(run_test_tree "$shell" "$self"); do
+				# Gone meanwhile (what listed them, for one).
+				[ -r "/proc/$p/cmdline" ] || continue
+				echo "# $p $(tr '\0' ' ' 2> /dev/null < "/proc/$p/cmdline" | cut -c 1-100)"
+				sed 's/^/#     /' "/proc/$p/stack" 2>/dev/null
+			done
+		} | tee -a "$tap_file"
+		echo w > /proc/sysrq-trigger
+	) > /dev/console 2>&1 &
+	echo "$!" > "$2.watch"
+}
+
+run_test_unwatch() {
+	kill "$(cat "$1.watch" 2> /dev/null)" 2> /dev/null
+	rm -f "$1.watch" "$1.fifo"
+}
+
 # run_test NAME COMMAND...: one test point; the command's output is kept
 # as TAP diagnostics. It fails if the command fails, or if any check in
 # it failed (fail()), whatever the command did after that; it is skipped
@@ -61,8 +113,10 @@ run_test() {
 	TEST_FAILED=0
 	TEST_SKIPPED=0
 	log=$(mktemp)
+	( run_test_watch "$name" "$log" )
 	"$@" > "$log" 2>&1
 	rc=$?
+	run_test_unwatch "$log"
 	sed 's/^/# /' "$log" | tee -a "$tap_file"
 	rm -f "$log"
 	if [ "$TEST_FAILED" -ne 0 ]; then
