@@ -37,6 +37,26 @@ test_named_setup() {
 	"$NAMED_PATTERN" fill self "$NAMED_POOL" 64M || fail "filling the pool"
 }
 
+# A fault taken as KVM takes one (get_user_pages with FOLL_NOWAIT, so
+# FAULT_FLAG_RETRY_NOWAIT) does not wait for its READ: it comes back
+# without the page and the READ goes on behind it; asked again, the page
+# is there, with the pool's bytes. Read or written alike; without
+# FOLL_NOWAIT the page comes at once (selftests/rpage_gup_fault.py).
+test_named_kvm_fault_does_not_wait() {
+	local node=/dev/rpage-map/kvm at
+	insmod "$RPAGE_GUP_KO" || fail "insmod rpage_gup_test" || return
+	"$RPAGECTL" map add kvm peer self pool "$NAMED_POOL" || fail "map add" || return
+	wait_until 10 test -c "$node" && wait_until 10 test -c /dev/rpage_gup_test ||
+		fail "no $node or /dev/rpage_gup_test" || return
+	for at in "$((40 << 20)) 16" "$((48 << 20)) 4 --write"; do
+		RPAGE_SLOW=$RPAGE_SLOW python3 "$RPAGE_REPO/selftests/rpage_gup_fault.py" \
+			"$node" $at > /tmp/gup.out || fail "faults as KVM's, at $at" || return
+		"$NAMED_PATTERN" check-file "$NAMED_POOL" - --offset "${at%% *}" < /tmp/gup.out ||
+			fail "the bytes of the pages got, at $at" || return
+	done
+	"$RPAGECTL" map del kvm && rmmod rpage_gup_test
+}
+
 test_named_map_add_makes_a_node() {
 	"$RPAGECTL" map add vm peer self pool "$NAMED_POOL" owner nobody group nogroup mode 0640 ||
 		fail "map add" || return
@@ -345,6 +365,7 @@ test_named_unload_with_a_mapping() {
 
 tap_begin named
 run_test named_setup test_named_setup
+run_test named_kvm_fault_does_not_wait test_named_kvm_fault_does_not_wait
 run_test named_map_add_makes_a_node_of_its_size_and_owner test_named_map_add_makes_a_node
 run_test named_qemu_guest_ram_is_the_pool test_named_qemu_guest_ram_is_the_pool
 run_test named_qemu_refuses_a_size_past_the_node test_named_qemu_refuses_a_larger_size

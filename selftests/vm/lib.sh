@@ -82,6 +82,11 @@ vm_build_module() {
 	      "$RPAGE_REPO/include" "$dir/"
 	make -C "$(vm_kernel_build_dir "$kver")" M="$dir" W=1 RPAGE_WERROR=y \
 		modules > "$dir/build.log" 2>&1 || { cat "$dir/build.log"; return 1; }
+	# The selftests' own modules, apart: nothing installs them.
+	mkdir -p "$dir/test"
+	cp "$RPAGE_REPO"/selftests/kmod/Kbuild "$RPAGE_REPO"/selftests/kmod/*.c "$dir/test/"
+	make -C "$(vm_kernel_build_dir "$kver")" M="$dir/test" W=1 RPAGE_WERROR=y \
+		modules >> "$dir/build.log" 2>&1 || { cat "$dir/build.log"; return 1; }
 }
 
 vm_module_path() {
