@@ -354,6 +354,57 @@ test_named_pull_then_peer_deleted() {
 	"$RPAGECTL" pool destroy "$NAMED_POOL"
 }
 
+# named_hold PATH HOW: a process holding PATH, as coprocess NAMED_HOLD:
+# HOW is "open" (open read-only), or "mapped" (a page of it mapped
+# shared and read, the file closed). It says "held" once it does.
+named_hold() {
+	coproc NAMED_HOLD {
+		python3 -c '
+import mmap, os, sys
+fd = os.open(sys.argv[1], os.O_RDONLY)
+if sys.argv[2] == "mapped":
+    m = mmap.mmap(fd, 4096, mmap.MAP_SHARED, mmap.PROT_READ)
+    os.close(fd)
+    m[0]
+print("held", flush=True)
+sys.stdin.read()
+' "$1" "$2"
+	}
+	local said=""
+	read -r -t 30 -u "${NAMED_HOLD[0]}" said
+	[ "$said" = held ]
+}
+
+# Ends named_hold's process (whatever became of it).
+named_release() {
+	local pid=${NAMED_HOLD_PID:-}
+	[ -n "${NAMED_HOLD[1]:-}" ] && exec {NAMED_HOLD[1]}>&-
+	[ -z "$pid" ] || wait "$pid"
+}
+
+# rmmod is refused ("in use", the module still there) while /dev/rpage
+# is open, a named node is open read-only, or a page of one is mapped
+# by a process that closed the node: each holds the module's code.
+test_named_unload_refused_while_in_use() {
+	local how path pool=17
+	"$RPAGECTL" pool create $pool size 1M || return
+	wait_until 30 remote_pool_listed self $pool || return
+	"$RPAGECTL" map add held peer self pool $pool || return
+	wait_until 10 test -c /dev/rpage-map/held || return
+	for how in "/dev/rpage open" "/dev/rpage-map/held open" \
+		   "/dev/rpage-map/held mapped"; do
+		path=${how% *}
+		named_hold $how || { named_release; fail "holding $how"; return; }
+		! rmmod rpage 2> /tmp/err ||
+			fail "rmmod with $how went through" || return
+		grep -q "in use" /tmp/err || fail "rmmod said: $(cat /tmp/err)"
+		rpage_loaded || fail "rpage unloaded with $how" || return
+		named_release
+		echo "rmmod with $path ${how#* }: $(cat /tmp/err)"
+	done
+	"$RPAGECTL" map del held && "$RPAGECTL" pool destroy $pool
+}
+
 test_named_unload_with_a_mapping() {
 	"$RPAGECTL" pool create "$NAMED_POOL" size 1M || return
 	wait_until 30 remote_pool_listed self "$NAMED_POOL" || return
@@ -378,6 +429,7 @@ run_test named_del_in_use_is_ebusy_force_sigbus test_named_del_in_use
 run_test named_evict_writes_back_and_drops test_named_evict
 run_test named_pull_then_pool_destroyed_reads_right test_named_pull_then_pool_destroyed
 run_test named_pull_then_peer_deleted_lets_it_go test_named_pull_then_peer_deleted
+run_test named_unload_refused_while_in_use test_named_unload_refused_while_in_use
 run_test named_unload_with_a_mapping test_named_unload_with_a_mapping
 tap_end
 qemu_stop
