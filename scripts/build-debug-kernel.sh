@@ -48,13 +48,16 @@ die() {
 }
 
 # The modules the guests load (localmodconfig drops every other module
-# Debian builds, most of the build time): RDMA and rxe, and the qdiscs,
-# filters and actions the tests shape links with (selftests/guest/ride.sh).
+# Debian builds, most of the build time): RDMA and rxe, the qdiscs,
+# filters and actions the tests shape links with (selftests/guest/ride.sh),
+# and the socket diagnostics that let ss -K cut connections and the veth
+# pairs the guard's IPv6 test links through (guard-single.sh).
 # virtio and 9p are built in (below) and need no initramfs modules.
 MODULES="
 ib_core ib_cm iw_cm rdma_cm ib_uverbs rdma_ucm rdma_rxe
 udp_tunnel ip6_udp_tunnel
 sch_netem sch_prio cls_u32 sch_ingress cls_matchall act_gact
+inet_diag tcp_diag veth
 "
 
 # Applied after the trimming; each line is checked in the final config.
