@@ -21,7 +21,7 @@ if [ ! -s "$tools/checkpatch.pl" ]; then
 	./scripts/extract-kernel-files.sh "$tools" scripts/checkpatch.pl \
 		scripts/spelling.txt scripts/const_structs.checkpatch
 fi
-kernel_files=(kmod/*.c kmod/*.h include/uapi/linux/rpage.h)
+kernel_files=(kmod/*.c kmod/*.h include/uapi/linux/rpage.h selftests/kmod/*.c)
 # Findings that come from what a file is, not from its code: the kernel
 # version tests of the compat header (the one place they may live) and
 # the hyphen in the trace header's own name (TRACE_INCLUDE_FILE).
@@ -30,9 +30,9 @@ by_design+="|^kmod/rpage-trace\.h:[0-9]+: CHECK:SPACING: spaces preferred around
 out=$(perl "$tools/checkpatch.pl" --no-tree --strict --terse --show-types \
 	-f "${kernel_files[@]}" 2>&1 | grep -v "^total: " | grep -Ev "$by_design")
 if [ -z "$out" ]; then
-	tap ok "checkpatch --strict: kmod/ and the UAPI header"
+	tap ok "checkpatch --strict: kmod/, the UAPI header and the test modules"
 else
-	tap "not ok" "checkpatch --strict: kmod/ and the UAPI header"
+	tap "not ok" "checkpatch --strict: kmod/, the UAPI header and the test modules"
 	echo "$out" | sed 's/^/#   /'
 fi
 

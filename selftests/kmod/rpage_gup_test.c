@@ -15,6 +15,7 @@
  * FOLL_WRITE as asked; say what GUP returned, how long it took, and the
  * first bytes of the page at @addr if it got the page.
  */
+#include <linux/bits.h>
 #include <linux/highmem.h>
 #include <linux/ktime.h>
 #include <linux/miscdevice.h>
@@ -38,8 +39,8 @@ struct rpage_gup_test_fault {
 	__u8 head[64];
 };
 
-#define RPAGE_GUP_TEST_NOWAIT	(1U << 0)
-#define RPAGE_GUP_TEST_WRITE	(1U << 1)
+#define RPAGE_GUP_TEST_NOWAIT	BIT(0)
+#define RPAGE_GUP_TEST_WRITE	BIT(1)
 #define RPAGE_GUP_TEST_FAULT	_IOWR('r', 0xf0, struct rpage_gup_test_fault)
 
 static long rpage_gup_test_ioctl(struct file *file, unsigned int cmd,
