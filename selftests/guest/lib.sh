@@ -8,7 +8,8 @@
 # standard output (the console).
 
 set -u
-RPAGE_KO=$RPAGE_BUILD/kmod/$RPAGE_KVER/kmod/rpage.ko
+# Another build if the job chose one (selftests/mutate.sh).
+RPAGE_KO=${RPAGE_KO:-$RPAGE_BUILD/kmod/$RPAGE_KVER/kmod/rpage.ko}
 # Faults taken as KVM takes them (selftests/kmod/rpage_gup_test.c).
 RPAGE_GUP_KO=$RPAGE_BUILD/kmod/$RPAGE_KVER/test/rpage_gup_test.ko
 RPAGECTL=$RPAGE_BUILD/user/rpagectl
