@@ -427,9 +427,11 @@ test_rt_replaced_b() {
 
 # On A, once B has gone (its QEMU exited): A's peer b leaves connected
 # within the heartbeat bound, and no inbound connection of B's is left.
+# Timed from B's QEMU's exit as A sees it (the host's NODE.gone), not
+# from B's job's end: B's guest powers off some seconds after that.
 test_rt_heartbeat_a() {
 	local t0 waited
-	wait_until 600 peer_gone || fail "b never went" || return
+	wait_until 600 test -e "$RPAGE_SYNC/$RPAGE_PEER_NODE.gone" || fail "b never went" || return
 	t0=${EPOCHREALTIME/./}
 	wait_until 30 eval '[ "$(peer_field b state)" != connected ]' ||
 		fail "b still connected 30 s after it went" || return
