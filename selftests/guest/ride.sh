@@ -217,7 +217,7 @@ test_rt_loss_a() {
 }
 
 test_rt_loss_b() {
-	local out=/tmp/rt-loss.out pid rc t0 waited
+	local out=/tmp/rt-loss.out pid rc t0 waited in_state
 	"$RPAGECTL" peer set a loss-timeout "$RT_LOSS_S" || fail "peer set" || return
 	rm -f /tmp/rt-loss.ready /tmp/rt-loss.go
 	"$FAULT" survive a 1 64M --fetched 4M --ready /tmp/rt-loss.ready \
@@ -235,13 +235,21 @@ test_rt_loss_b() {
 	barrier rt-loss-survived || return
 	expect_eq "$rc" 0 "survivor's exit status" || return
 	[ "$(peer_field a lost)" -ge 1 ] || fail "no transfer counted as lost" || return
-	# Back within 10 s of the link: connected, with its pool table.
+	# Back once the link is: reconnected at its next attempt, which the
+	# backoff puts up to 12 s out (reconnect_delay_ms 1000, doubled up
+	# to 8 times, plus up to half), and its pool table listed within
+	# 5 s of that, each by the peer's own clock (in-state time).
 	barrier rt-loss-link-up || return
 	t0=${EPOCHREALTIME/./}
 	wait_until 30 remote_pool_listed a 1 || fail "pool 1 of a not listed again" || return
 	waited=$(ms_since "$t0")
-	echo "pools of a listed again ${waited} ms after the link came back"
-	[ "$waited" -le 10000 ] || fail "took more than 10 s" || return
+	in_state=$(peer_field a state_ms)
+	in_state=${in_state%.*}
+	echo "pools of a listed again ${waited} ms after the link came back, connected $((waited - in_state)) ms after it"
+	[ $((waited - in_state)) -le $(( (12000 + 5000) * RPAGE_SLOW)) ] ||
+		fail "reconnected $((waited - in_state)) ms after the link came back" || return
+	[ "$in_state" -le $((5000 * RPAGE_SLOW)) ] ||
+		fail "pools listed only $in_state ms after the reconnection" || return
 	"$RPAGECTL" peer set a loss-timeout 60 || fail "peer set" || return
 	# A new mapping reads every byte right.
 	"$FAULT" touch a 1 8M --threads 2 || return
