@@ -115,9 +115,11 @@ mutation_run() {
 
 list=0
 [ "${1:-}" = -l ] && { list=1; shift; }
-kver=${RPAGE_MUTATE_KVER:-$(vm_kernels | awk '{ print $1 }')}
-make -s user selftests || exit 1
-vm_build_module "$kver" > /dev/null || exit 1
+kver=${RPAGE_MUTATE_KVER:-$(vm_kernels | head -n 1)}
+if [ "$list" = 0 ]; then
+	make -s user selftests || exit 1
+	vm_build_module "$kver" > /dev/null || exit 1
+fi
 
 ran=0 survived=0
 while IFS= read -r m; do
