@@ -38,7 +38,7 @@ ipv6-any-scope|rpage-main.c|s/return f6->sin6_scope_id == p6->sin6_scope_id;/ret
 tcp-hello-deadline-long|rpage-tcp.c|s/msecs_to_jiffies(rpage_connect_timeout_ms);$/msecs_to_jiffies(rpage_connect_timeout_ms) * 10;/|guard-single.sh:crowd
 map-kill-not-dead|rpage-map.c|s/^\tWRITE_ONCE(map->dead, true);$/\t;/|guard-single.sh:forced_map_del
 evict-claim-no-yield|rpage-map.c|/^\t\txas_unlock(&xas);$/{n;s/^\t\tcond_resched();$/\t\t;/}|guard-single.sh:large_mapping
-tcp-write-read-only|rpage-tcp-xfer.c|s/else if (write \&\& !rpage_pool_writable(pool))/else if (0)/|pool-single.sh:^tcp_peer_and|^tcp_write_to_a_read_only
+tcp-write-read-only|rpage-tcp-xfer.c|s/else if (write \&\& !rpage_pool_writable(pool))/else if (0)/|pool-single.sh:^tcp_peer_and|^tcp_rogue_reader
 api-reserved-ignored|rpage-main.c|s/if (arg.reserved0 .. memchr_inv(arg.reserved, 0, sizeof(arg.reserved)))$/if (arg.reserved0)/|single.sh:^api$
 pool-destroy-no-wait|rpage-pool.c|s/^\tsynchronize_srcu(\&rpage_pool_srcu);$/\t;/|guard-single.sh:destroy_ends
 fault-not-counted|rpage-fault.c|s/^\trpage_fault_count(map, RPAGE_FC_FAULTS, 1);$/\t;/|pool-single.sh:^map$
