@@ -49,15 +49,14 @@ guard_kill_own_connections() {
 # peer's own word (how long it has been connected when polled), not the
 # polling's: on a loaded host each poll takes seconds.
 guard_reconnects_within() {
-	local before t0 took in_state
+	local before t0 took
 	before=$(peer_field tcp reconnects)
 	guard_kill_own_connections || fail "ss -K" || return
 	t0=${EPOCHREALTIME/./}
 	wait_until 30 peer_field_ge tcp reconnects $((before + 1)) &&
 		wait_until 30 peer_is tcp connected ||
 		{ "$RPAGECTL" peer show tcp; fail "tcp not back"; return; }
-	in_state=$(peer_field tcp state_ms)
-	took=$(( $(ms_since "$t0") - ${in_state%.*} ))
+	took=$(peer_since_ms tcp "$t0") || fail "no state time for tcp" || return
 	echo "tcp connected again ${took} ms after its connections were cut"
 	"$RPAGECTL" peer show tcp
 	[ "$took" -le $(($1 * RPAGE_SLOW)) ] || fail "tcp took ${took} ms to come back"
@@ -160,15 +159,14 @@ guard_slab_kb() {
 }
 
 # guard_loop_connect_ms NAME: how long a loop peer NAME, added now,
-# takes to connect, in ms, by the peer's own clock (polls are slow on a
-# loaded host); the peer is deleted after. False if it did not connect.
+# takes to connect, in ms, by the peer's own clock (peer_since_ms); the
+# peer is deleted after. False if it did not connect.
 guard_loop_connect_ms() {
-	local t0 in_state took
+	local t0 took
 	t0=${EPOCHREALTIME/./}
 	"$RPAGECTL" peer add "$1" transport loop || return
-	wait_until 30 peer_is "$1" connected || { "$RPAGECTL" peer del "$1"; return 1; }
-	in_state=$(peer_field "$1" state_ms)
-	took=$(( $(ms_since "$t0") - ${in_state%.*} ))
+	wait_until 30 peer_is "$1" connected && took=$(peer_since_ms "$1" "$t0") ||
+		{ "$RPAGECTL" peer del "$1"; return 1; }
 	"$RPAGECTL" peer del "$1"
 	echo "$took"
 }

@@ -274,6 +274,16 @@ ms_since() {
 	echo $(( (${EPOCHREALTIME/./} - $1) / 1000 ))
 }
 
+# peer_since_ms PEER T0: how long after T0 (as ms_since takes it) PEER
+# entered the state it is in, in ms, by the peer's own clock (its time
+# in that state, read before the clock is): on a loaded host each poll
+# that would see it takes seconds.
+peer_since_ms() {
+	local in_state
+	in_state=$(peer_field "$1" state_ms) && [ -n "$in_state" ] || return
+	echo $(( $(ms_since "$2") - ${in_state%.*} ))
+}
+
 # dmesg_mark: puts a mark in the kernel log and prints it, for
 # dmesg_since. A mark of its own, not a line count: in a long job the
 # kernel's ring buffer wraps, and line numbers with it.

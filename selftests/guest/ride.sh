@@ -217,7 +217,7 @@ test_rt_loss_a() {
 }
 
 test_rt_loss_b() {
-	local out=/tmp/rt-loss.out pid rc t0 waited in_state
+	local out=/tmp/rt-loss.out pid rc t0 waited connected
 	"$RPAGECTL" peer set a loss-timeout "$RT_LOSS_S" || fail "peer set" || return
 	rm -f /tmp/rt-loss.ready /tmp/rt-loss.go
 	"$FAULT" survive a 1 64M --fetched 4M --ready /tmp/rt-loss.ready \
@@ -242,14 +242,13 @@ test_rt_loss_b() {
 	barrier rt-loss-link-up || return
 	t0=${EPOCHREALTIME/./}
 	wait_until 30 remote_pool_listed a 1 || fail "pool 1 of a not listed again" || return
+	connected=$(peer_since_ms a "$t0") || fail "no state time for a" || return
 	waited=$(ms_since "$t0")
-	in_state=$(peer_field a state_ms)
-	in_state=${in_state%.*}
-	echo "pools of a listed again ${waited} ms after the link came back, connected $((waited - in_state)) ms after it"
-	[ $((waited - in_state)) -le $(( (12000 + 5000) * RPAGE_SLOW)) ] ||
-		fail "reconnected $((waited - in_state)) ms after the link came back" || return
-	[ "$in_state" -le $((5000 * RPAGE_SLOW)) ] ||
-		fail "pools listed only $in_state ms after the reconnection" || return
+	echo "pools of a listed again ${waited} ms after the link came back, connected $connected ms after it"
+	[ "$connected" -le $(( (12000 + 5000) * RPAGE_SLOW)) ] ||
+		fail "reconnected $connected ms after the link came back" || return
+	[ $((waited - connected)) -le $((5000 * RPAGE_SLOW)) ] ||
+		fail "pools listed only $((waited - connected)) ms after the reconnection" || return
 	"$RPAGECTL" peer set a loss-timeout 60 || fail "peer set" || return
 	# A new mapping reads every byte right.
 	"$FAULT" touch a 1 8M --threads 2 || return
