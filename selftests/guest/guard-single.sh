@@ -51,8 +51,9 @@ guard_kill_own_connections() {
 guard_reconnects_within() {
 	local before t0 took
 	before=$(peer_field tcp reconnects)
-	guard_kill_own_connections || fail "ss -K" || return
+	# From before the cut: the peer may be back before ss -K returns.
 	t0=${EPOCHREALTIME/./}
+	guard_kill_own_connections || fail "ss -K" || return
 	wait_until 30 peer_field_ge tcp reconnects $((before + 1)) &&
 		wait_until 30 peer_is tcp connected ||
 		{ "$RPAGECTL" peer show tcp; fail "tcp not back"; return; }
