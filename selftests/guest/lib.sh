@@ -75,11 +75,12 @@ run_test_tree() {
 # still runs, what it has printed (in LOG) and where each of its
 # processes waits in the kernel, and has the kernel list its blocked
 # tasks: a job that then times out says which test hung, and on what.
-# Not a job of the test's shell (a bare "wait" in a test waits for its
-# own), and one process that waits in a builtin (a guest has no
-# /dev/fd), its pid in LOG.watch for run_test_unwatch.
+# One process that waits in a builtin (a guest has no /dev/fd), disowned
+# so that a bare "wait" in a test waits only for the test's own; its pid
+# in RUN_TEST_WATCHER for run_test_unwatch.
 run_test_watch() {
 	local limit=$((RPAGE_TEST_WARN_S * RPAGE_SLOW)) shell=$$
+	RUN_TEST_WATCHER=""
 	mkfifo "$2.fifo" || return
 	(
 		self=$BASHPID
@@ -97,12 +98,13 @@ run_test_watch() {
 		} | tee -a "$tap_file"
 		echo w > /proc/sysrq-trigger
 	) > /dev/console 2>&1 &
-	echo "$!" > "$2.watch"
+	RUN_TEST_WATCHER=$!
+	disown "$RUN_TEST_WATCHER"
 }
 
 run_test_unwatch() {
-	kill "$(cat "$1.watch" 2> /dev/null)" 2> /dev/null
-	rm -f "$1.watch" "$1.fifo"
+	kill "$RUN_TEST_WATCHER" 2> /dev/null
+	rm -f "$1.fifo"
 }
 
 # run_test NAME COMMAND...: one test point; the command's output is kept
@@ -116,7 +118,7 @@ run_test() {
 	TEST_FAILED=0
 	TEST_SKIPPED=0
 	log=$(mktemp)
-	( run_test_watch "$name" "$log" )
+	run_test_watch "$name" "$log"
 	"$@" > "$log" 2>&1
 	rc=$?
 	run_test_unwatch "$log"
