@@ -74,8 +74,7 @@ part_only() {
 mutation_build() {
 	local name=$1 file=$2 sed=$3 dir=$4 kver=$5 changed
 	rm -rf "$dir"
-	mkdir -p "$dir/src"
-	cp -r Kbuild VERSION kmod include "$dir/src/"
+	vm_module_sources "$dir/src"
 	sed -i "$sed" "$dir/src/kmod/$file"
 	changed=$(diff "kmod/$file" "$dir/src/kmod/$file" | grep -c '^>')
 	if [ "$changed" -ne 1 ]; then
@@ -83,8 +82,9 @@ mutation_build() {
 		return 1
 	fi
 	diff -u "kmod/$file" "$dir/src/kmod/$file" > "$dir/mutation.diff"
-	make -C "$(vm_kernel_build_dir "$kver")" M="$dir/src" modules \
-		> "$dir/build.log" 2>&1 || { echo "mutation $name does not build: $dir/build.log" >&2; return 1; }
+	# Without -Werror: a mutation may leave a variable unused.
+	vm_kbuild "$dir/src" "$kver" "$dir/build.log" ||
+		{ echo "mutation $name does not build: $dir/build.log" >&2; return 1; }
 }
 
 # mutation_run NAME DIR KVER PART:TESTS...: boots a guest running the

@@ -73,20 +73,34 @@ vm_kernels() {
 	fi
 }
 
+# vm_module_sources DIR: a copy of rpage.ko's sources in DIR, to build
+# apart (or to change first: selftests/mutate.sh).
+vm_module_sources() {
+	mkdir -p "$1"
+	cp -r "$RPAGE_REPO/Kbuild" "$RPAGE_REPO/VERSION" "$RPAGE_REPO/kmod" \
+	      "$RPAGE_REPO/include" "$1/"
+}
+
+# vm_kbuild DIR KVER LOG [MAKE ARGS...]: the modules of the tree in DIR,
+# built against KVER, make's output added to LOG.
+vm_kbuild() {
+	local dir=$1 kver=$2 log=$3
+	shift 3
+	make -C "$(vm_kernel_build_dir "$kver")" M="$dir" "$@" modules >> "$log" 2>&1
+}
+
 # Builds rpage.ko for KVER in its own tree, so kernels never share
-# objects. Prints the build log on failure.
+# objects, and the selftests' own modules apart (nothing installs
+# them). Prints the build log on failure.
 vm_build_module() {
 	local kver=$1 dir=$RPAGE_BUILD/kmod/$1
-	mkdir -p "$dir"
-	cp -r "$RPAGE_REPO/Kbuild" "$RPAGE_REPO/VERSION" "$RPAGE_REPO/kmod" \
-	      "$RPAGE_REPO/include" "$dir/"
-	make -C "$(vm_kernel_build_dir "$kver")" M="$dir" W=1 RPAGE_WERROR=y \
-		modules > "$dir/build.log" 2>&1 || { cat "$dir/build.log"; return 1; }
-	# The selftests' own modules, apart: nothing installs them.
+	vm_module_sources "$dir"
 	mkdir -p "$dir/test"
 	cp "$RPAGE_REPO"/selftests/kmod/Kbuild "$RPAGE_REPO"/selftests/kmod/*.c "$dir/test/"
-	make -C "$(vm_kernel_build_dir "$kver")" M="$dir/test" W=1 RPAGE_WERROR=y \
-		modules >> "$dir/build.log" 2>&1 || { cat "$dir/build.log"; return 1; }
+	: > "$dir/build.log"
+	vm_kbuild "$dir" "$kver" "$dir/build.log" W=1 RPAGE_WERROR=y &&
+		vm_kbuild "$dir/test" "$kver" "$dir/build.log" W=1 RPAGE_WERROR=y ||
+		{ cat "$dir/build.log"; return 1; }
 }
 
 vm_module_path() {
