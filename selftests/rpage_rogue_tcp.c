@@ -750,11 +750,10 @@ static void exit_mid_write(uint64_t id, unsigned int wait_s)
 	child = fork();
 	if (child == 0) {
 		int cfd = rpage_test_open();
+		uint8_t *mem = mem_alloc(len);
 
 		close(ready[0]);
 		close(go[1]);
-		uint8_t *mem = mem_alloc(len);
-
 		if (cfd < 0 || !mem || export_own(cfd, id, mem, len, 0x22))
 			_exit(1);
 		c = 1;
@@ -766,7 +765,6 @@ static void exit_mid_write(uint64_t id, unsigned int wait_s)
 	/* Each end with one side only: a child gone is an end of file. */
 	close(ready[1]);
 	close(go[0]);
-	ready[1] = go[0] = -1;
 	if (child < 0 || read(ready[0], &c, 1) != 1 || c != 1) {
 		result(name, "the child did not export its pool");
 		goto out;
