@@ -217,9 +217,24 @@ int rpage_conn_create_qp(struct rpage_conn *conn, struct rdma_cm_id *cm_id)
 	attr.cap.max_send_sge = max_sge;
 	attr.cap.max_recv_sge = 1;
 	attr.qp_context = conn;
-	ret = rdma_create_qp(cm_id, dev->pd, &attr);
+	/*
+	 * A peer's queue pairs are in its own domain on this device: the
+	 * regions of the pools announced to it are registered there, and
+	 * only there (rpage-pool.c).
+	 */
+	conn->pd = dev->pd;
+	if (conn->inbound) {
+		conn->ppd = rpage_pd_get(dev, conn->peer->id);
+		if (IS_ERR(conn->ppd)) {
+			ret = PTR_ERR(conn->ppd);
+			conn->ppd = NULL;
+			goto err_cq;
+		}
+		conn->pd = conn->ppd->pd;
+	}
+	ret = rdma_create_qp(cm_id, conn->pd, &attr);
 	if (ret)
-		goto err_cq;
+		goto err_pd;
 	atomic_set(&conn->sq_free, RPAGE_SEND_DEPTH);
 	conn->max_write_sge = max_sge;
 	conn->max_read_sge = max_read_sge;
@@ -227,6 +242,11 @@ int rpage_conn_create_qp(struct rpage_conn *conn, struct rdma_cm_id *cm_id)
 	atomic_inc(&dev->users);
 	return 0;
 
+err_pd:
+	if (conn->ppd)
+		rpage_pd_put(conn->ppd);
+	conn->ppd = NULL;
+	conn->pd = NULL;
 err_cq:
 	if (conn->recv_cq != conn->cq)
 		ib_free_cq(conn->recv_cq);
@@ -244,7 +264,7 @@ static int rpage_conn_post_recv(struct rpage_recv *recv)
 	struct ib_sge sge = {
 		.addr = recv->dma,
 		.length = RPAGE_MSG_MAX,
-		.lkey = conn->dev->pd->local_dma_lkey,
+		.lkey = conn->pd->local_dma_lkey,
 	};
 	struct ib_recv_wr wr = {
 		.wr_cqe = &recv->cqe,
@@ -365,6 +385,11 @@ static void rpage_conn_free_rest(struct rpage_conn *conn)
 	}
 	if (conn->dev) {
 		rpage_conn_free_recvs(conn);
+		/* Its queue pair is gone: the domain may go before the device. */
+		if (conn->ppd)
+			rpage_pd_put(conn->ppd);
+		conn->ppd = NULL;
+		conn->pd = NULL;
 		rpage_ibdev_unuse(conn->dev);
 		conn->dev = NULL;
 	}
@@ -605,7 +630,7 @@ int rpage_conn_send(struct rpage_conn *conn, const void *msg, u32 len,
 	}
 	wait->sge.addr = wait->dma;
 	wait->sge.length = len;
-	wait->sge.lkey = conn->dev->pd->local_dma_lkey;
+	wait->sge.lkey = conn->pd->local_dma_lkey;
 	wr.opcode = IB_WR_SEND;
 	wr.sg_list = &wait->sge;
 	wr.num_sge = 1;

@@ -32,7 +32,9 @@ static void rpage_ibdev_release(struct kref *ref)
 {
 	struct rpage_ibdev *dev = container_of(ref, struct rpage_ibdev, ref);
 
+	WARN_ON_ONCE(!list_empty(&dev->pds));
 	ib_dealloc_pd(dev->pd);
+	mutex_destroy(&dev->pds_lock);
 	rpage_counters_free(&dev->counters);
 	kfree(dev);
 }
@@ -67,6 +69,65 @@ void rpage_ibdev_unuse(struct rpage_ibdev *dev)
 	rpage_ibdev_put(dev);
 }
 
+/**
+ * rpage_pd_get - the protection domain of peer @peer_id's queue pairs on
+ *	@dev, allocated at its first use
+ *
+ * Called by whoever holds a use of @dev (a queue pair being created, a
+ * registration being made); the domain is freed with its last
+ * reference, which its holders drop before their use of @dev. Returns
+ * a reference, or an ERR_PTR.
+ */
+struct rpage_pd *rpage_pd_get(struct rpage_ibdev *dev, u32 peer_id)
+{
+	struct rpage_pd *ppd;
+	struct ib_pd *pd;
+
+	mutex_lock(&dev->pds_lock);
+	list_for_each_entry(ppd, &dev->pds, entry) {
+		if (ppd->peer_id == peer_id) {
+			kref_get(&ppd->ref);
+			goto out;
+		}
+	}
+	ppd = kzalloc(sizeof(*ppd), GFP_KERNEL);
+	if (!ppd) {
+		ppd = ERR_PTR(-ENOMEM);
+		goto out;
+	}
+	pd = ib_alloc_pd(dev->ibdev, 0);
+	if (IS_ERR(pd)) {
+		kfree(ppd);
+		ppd = ERR_CAST(pd);
+		goto out;
+	}
+	ppd->dev = dev;
+	ppd->peer_id = peer_id;
+	ppd->pd = pd;
+	kref_init(&ppd->ref);
+	list_add_tail(&ppd->entry, &dev->pds);
+out:
+	mutex_unlock(&dev->pds_lock);
+	return ppd;
+}
+
+/* Called with the device's pds_lock held (kref_put_mutex()); drops it. */
+static void rpage_pd_release(struct kref *ref)
+{
+	struct rpage_pd *ppd = container_of(ref, struct rpage_pd, ref);
+
+	list_del(&ppd->entry);
+	mutex_unlock(&ppd->dev->pds_lock);
+	/* Its queue pairs and regions are gone: nothing uses it. */
+	ib_dealloc_pd(ppd->pd);
+	kfree(ppd);
+}
+
+void rpage_pd_put(struct rpage_pd *ppd)
+{
+	kref_put_mutex(&ppd->ref, rpage_pd_release, &ppd->dev->pds_lock);
+}
+
 static int rpage_ib_add(struct ib_device *ibdev)
 {
 	struct rpage_ibdev *dev;
@@ -75,6 +136,8 @@ static int rpage_ib_add(struct ib_device *ibdev)
 	if (!dev)
 		return -ENOMEM;
 	dev->ibdev = ibdev;
+	INIT_LIST_HEAD(&dev->pds);
+	mutex_init(&dev->pds_lock);
 	kref_init(&dev->ref);
 	atomic_set(&dev->users, 0);
 	init_waitqueue_head(&dev->users_wait);

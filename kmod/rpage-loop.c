@@ -224,7 +224,7 @@ static int rpage_loop_copy(struct rpage_loop_run *lr, unsigned long g)
 
 	rpage_xfer_locate(&lr->run, g, &rpool, &offset);
 	idx = rpage_pool_access_begin();
-	pool = rpage_pool_lookup(rpool->id, rpool->generation);
+	pool = rpage_pool_lookup(rpool->id, rpool->generation, peer);
 	/* The table said the range fits; the pool itself has the last word. */
 	if (pool)
 		page = rpage_pool_page(pool, offset);

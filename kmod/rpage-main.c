@@ -532,6 +532,15 @@ static const struct rpage_ioctl_desc rpage_ioctls[] = {
 		.handler = rpage_ioctl_pool_file,
 		.admin = true,
 	},
+	[_RPAGE_POOL_SET_PEERS] = {
+		.cmd = RPAGE_IOC_POOL_SET_PEERS,
+		.handler = rpage_ioctl_pool_set_peers,
+		.admin = true,
+	},
+	[_RPAGE_POOL_GET_PEERS] = {
+		.cmd = RPAGE_IOC_POOL_GET_PEERS,
+		.handler = rpage_ioctl_pool_get_peers,
+	},
 };
 
 static long rpage_ioctl(struct file *file, unsigned int cmd, unsigned long arg)

@@ -931,6 +931,8 @@ static void rpage_peer_shutdown(struct rpage_peer *peer)
 	rpage_peer_teardown_outbound(peer);
 	mutex_unlock(&peer->lock);
 	rpage_peer_teardown_inbound(peer, NULL);
+	/* Its queue pairs are gone: so go the regions registered for it. */
+	rpage_pools_peer_removed(peer->id);
 	/* A disconnect seen before the teardown may have queued it again. */
 	cancel_delayed_work_sync(&peer->connect_work);
 	pr_info("peer %s deleted\n", peer->name);
@@ -1063,6 +1065,7 @@ static void rpage_peer_fill_status(struct rpage_peer *peer, void *entry)
 	st->refused_msgs = atomic64_read(&peer->refused_msgs);
 	st->refused_pools = atomic64_read(&peer->refused_pools);
 	st->refused_qps = atomic64_read(&peer->refused_qps);
+	st->refused_access = atomic64_read(&peer->refused_access);
 }
 
 /**

@@ -52,6 +52,7 @@
 #include <linux/magic.h>
 #include <linux/shmem_fs.h>
 #include <linux/slab.h>
+#include <linux/sort.h>
 #include <linux/srcu.h>
 #include <linux/uaccess.h>
 #include <linux/vmalloc.h>
@@ -60,9 +61,11 @@
 #define RPAGE_MR_MAX_PAGES	512
 
 /**
- * struct rpage_pool_reg - a pool registered on one device
+ * struct rpage_pool_reg - a pool registered for one peer on one device
  * @entry: link in the pool's @regs.
  * @dev: the device; a use of it is held.
+ * @ppd: the peer's protection domain there, referenced: only that
+ *	peer's queue pairs reach the regions.
  * @sgt: the pool's pages, one entry each, mapped for @dev.
  * @mrs: the memory regions, @nr_mrs of them, @mr_bytes each.
  * @nr_mrs: how many.
@@ -71,10 +74,23 @@
 struct rpage_pool_reg {
 	struct list_head entry;
 	struct rpage_ibdev *dev;
+	struct rpage_pd *ppd;
 	struct sg_table sgt;
 	struct ib_mr **mrs;
 	u32 nr_mrs;
 	u64 mr_bytes;
+};
+
+/**
+ * struct rpage_pool_scope - the peers a scoped pool is announced to
+ * @rcu: frees it once no access section may see it.
+ * @nr: how many, possibly none.
+ * @ids: their ids, sorted.
+ */
+struct rpage_pool_scope {
+	struct rcu_head rcu;
+	u32 nr;
+	u32 ids[];
 };
 
 /**
@@ -95,9 +111,12 @@ struct rpage_pool_reg {
  * @pages: the memory, @nr_pages pages; released when the pool is
  *	destroyed (rpage_pool_finish()), not with the last reference.
  * @nr_pages: how many.
- * @regs: its registrations (struct rpage_pool_reg), one per device, under
- *	@reg_lock.
+ * @regs: its registrations (struct rpage_pool_reg), one per peer and
+ *	device, under @reg_lock.
  * @reg_lock: protects @regs and @dead; never held across a wait.
+ * @scope: the peers it is announced to and served to, or NULL for every
+ *	peer; changed under both rpage_pools_lock and @reg_lock, so read
+ *	under either, or in an access section.
  * @dead: withdrawn and deregistered: no registration may be added.
  * @ref: held by the list of pools and by each queued message.
  */
@@ -118,6 +137,7 @@ struct rpage_pool {
 	struct list_head regs;
 	struct mutex reg_lock;		/* see kernel-doc */
 	bool dead;
+	struct rpage_pool_scope __rcu *scope;
 	struct kref ref;
 };
 
@@ -210,6 +230,9 @@ static void rpage_pool_reg_free(struct rpage_pool_reg *reg)
 		ib_dma_unmap_sg(ibdev, reg->sgt.sgl, reg->sgt.orig_nents,
 				DMA_BIDIRECTIONAL);
 	sg_free_table(&reg->sgt);
+	/* Its regions are gone: the domain may go before the device. */
+	if (reg->ppd)
+		rpage_pd_put(reg->ppd);
 	rpage_ibdev_unuse(reg->dev);
 	kfree(reg);
 }
@@ -258,7 +281,7 @@ static int rpage_pool_reg_map(struct rpage_pool *pool,
 		struct ib_reg_wr wr = {};
 		struct ib_mr *mr;
 
-		mr = ib_alloc_mr(reg->dev->pd, IB_MR_TYPE_MEM_REG, mr_pages);
+		mr = ib_alloc_mr(reg->ppd->pd, IB_MR_TYPE_MEM_REG, mr_pages);
 		if (IS_ERR(mr))
 			return PTR_ERR(mr);
 		reg->mrs[i] = mr;
@@ -282,39 +305,90 @@ static int rpage_pool_reg_map(struct rpage_pool *pool,
 	return 0;
 }
 
-/* The registration of @pool on @dev, if any; under the pool's reg_lock. */
+/* Whether @scope (NULL: every peer) has peer @id. */
+static bool rpage_scope_has(const struct rpage_pool_scope *scope, u32 id)
+{
+	u32 lo = 0, hi;
+
+	if (!scope)
+		return true;
+	hi = scope->nr;
+	while (lo < hi) {
+		u32 mid = lo + (hi - lo) / 2;
+
+		if (scope->ids[mid] == id)
+			return true;
+		if (scope->ids[mid] < id)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return false;
+}
+
+/* Whether @pool is announced to @peer: under rpage_pools_lock. */
+static bool rpage_pool_announced_to(struct rpage_pool *pool,
+				    const struct rpage_peer *peer)
+{
+	return rpage_scope_has(rcu_dereference_protected(pool->scope,
+				lockdep_is_held(&rpage_pools_lock)), peer->id);
+}
+
+/* The scope of @pool, under its reg_lock. */
+static struct rpage_pool_scope *rpage_pool_scope(struct rpage_pool *pool)
+{
+	return rcu_dereference_protected(pool->scope,
+					 lockdep_is_held(&pool->reg_lock));
+}
+
+/*
+ * Whether @pool may be registered for @peer: under its reg_lock, so
+ * that a peer taken out of its scope gets no registration after.
+ */
+static bool rpage_pool_reg_allowed(struct rpage_pool *pool,
+				   const struct rpage_peer *peer)
+{
+	return !pool->dead && rpage_scope_has(rpage_pool_scope(pool), peer->id);
+}
+
+/* The registration of @pool in @ppd, if any; under the pool's reg_lock. */
 static struct rpage_pool_reg *rpage_pool_reg_find(struct rpage_pool *pool,
-						  struct rpage_ibdev *dev)
+						  struct rpage_pd *ppd)
 {
 	struct rpage_pool_reg *reg;
 
 	lockdep_assert_held(&pool->reg_lock);
 	list_for_each_entry(reg, &pool->regs, entry)
-		if (reg->dev == dev)
+		if (reg->ppd == ppd)
 			return reg;
 	return NULL;
 }
 
 /*
- * What a reader on @chan's device is told of @pool's regions: their size
- * and a copy of their addresses and keys (*@mrs, kvfree'd by the
- * caller), the pool registered on that device now if need be. The
- * registration waits for the device (on @chan's queue pair), so it is
- * made outside reg_lock and added after, unless another reader's made
- * one meanwhile or the pool was withdrawn (-ENOENT).
+ * What the reader of @chan is told of @pool's regions: their size and a
+ * copy of their addresses and keys (*@mrs, kvfree'd by the caller), the
+ * pool registered in that reader's domain on @chan's device now if need
+ * be. The registration waits for the device (on @chan's queue pair), so
+ * it is made outside reg_lock and added after, unless another was made
+ * meanwhile, or the pool was withdrawn from the reader (-ENOENT).
  */
 static int rpage_pool_regions(struct rpage_pool *pool, struct rpage_conn *chan,
 			      struct rpage_rmr **mrs, u32 *nr_mrs, u64 *mr_bytes)
 {
 	struct rpage_pool_reg *reg, *made = NULL;
 	int ret = 0, idx;
+	bool allowed;
 	u32 i;
 
+	/* A reader's first queue pair is inbound: in its peer's domain. */
+	if (WARN_ON_ONCE(!chan->ppd))
+		return -EINVAL;
 	/* The pages are mapped for the device: not freed meanwhile. */
 	idx = srcu_read_lock(&rpage_pool_srcu);
 	mutex_lock(&pool->reg_lock);
-	reg = pool->dead ? NULL : rpage_pool_reg_find(pool, chan->dev);
-	if (!reg && !pool->dead) {
+	allowed = rpage_pool_reg_allowed(pool, chan->peer);
+	reg = allowed ? rpage_pool_reg_find(pool, chan->ppd) : NULL;
+	if (!reg && allowed) {
 		mutex_unlock(&pool->reg_lock);
 		made = kzalloc(sizeof(*made), GFP_KERNEL);
 		if (!made) {
@@ -324,6 +398,8 @@ static int rpage_pool_regions(struct rpage_pool *pool, struct rpage_conn *chan,
 		kref_get(&chan->dev->ref);
 		atomic_inc(&chan->dev->users);
 		made->dev = chan->dev;
+		kref_get(&chan->ppd->ref);
+		made->ppd = chan->ppd;
 		ret = rpage_pool_reg_map(pool, made, chan);
 		if (ret) {
 			rpage_pool_reg_free(made);
@@ -331,8 +407,9 @@ static int rpage_pool_regions(struct rpage_pool *pool, struct rpage_conn *chan,
 			return ret;
 		}
 		mutex_lock(&pool->reg_lock);
-		reg = pool->dead ? NULL : rpage_pool_reg_find(pool, chan->dev);
-		if (!reg && !pool->dead) {
+		allowed = rpage_pool_reg_allowed(pool, chan->peer);
+		reg = allowed ? rpage_pool_reg_find(pool, chan->ppd) : NULL;
+		if (!reg && allowed) {
 			list_add_tail(&made->entry, &pool->regs);
 			reg = made;
 			made = NULL;
@@ -355,7 +432,7 @@ static int rpage_pool_regions(struct rpage_pool *pool, struct rpage_conn *chan,
 	*mr_bytes = reg->mr_bytes;
 out:
 	mutex_unlock(&pool->reg_lock);
-	/* Another reader's came first, or the pool was withdrawn. */
+	/* Another's came first, or the pool was withdrawn from the peer. */
 	if (made)
 		rpage_pool_reg_free(made);
 	srcu_read_unlock(&rpage_pool_srcu, idx);
@@ -402,7 +479,8 @@ static void rpage_pool_announce(struct rpage_pool *pool, struct rpage_conn *chan
 		msg->generation = cpu_to_le64(pool->generation);
 		msg->length = cpu_to_le64(pool->length);
 		msg->mr_bytes = cpu_to_le64(mr_bytes);
-		msg->flags = cpu_to_le32(pool->flags);
+		/* Whom it is scoped to is this host's business alone. */
+		msg->flags = cpu_to_le32(pool->flags & RPAGE_POOL_WRITABLE);
 		msg->nr_mrs = cpu_to_le32(nr_mrs);
 		msg->first_mr = cpu_to_le32(first);
 		msg->count = cpu_to_le32(count);
@@ -621,6 +699,8 @@ static void rpage_pools_sync_work_fn(struct work_struct *work)
 			continue;
 		nr = 0;
 		list_for_each_entry(pool, &rpage_pools, entry) {
+			if (!rpage_pool_announced_to(pool, chans[i]->c.peer))
+				continue;
 			rpage_chan_queue(chans[i], RPAGE_CHAN_ADD, pool, 0);
 			nr++;
 		}
@@ -676,12 +756,22 @@ static void rpage_pool_free_pages(struct rpage_pool *pool)
 	memset(pool->pages, 0, pool->nr_pages * sizeof(*pool->pages));
 }
 
+/*
+ * The structure of @pool, its memory let go of: unpublished, or off the
+ * table since its destroy, so that no access section sees its scope.
+ */
+static void rpage_pool_free_struct(struct rpage_pool *pool)
+{
+	kfree(rcu_dereference_protected(pool->scope, true));
+	kvfree(pool->pages);
+	kfree(pool);
+}
+
 /* A pool that was never published goes, memory and all. */
 static void rpage_pool_free_memory(struct rpage_pool *pool)
 {
 	rpage_pool_free_pages(pool);
-	kvfree(pool->pages);
-	kfree(pool);
+	rpage_pool_free_struct(pool);
 }
 
 /*
@@ -695,37 +785,30 @@ static void rpage_pool_release(struct kref *ref)
 	/* Deregistered first: no key a peer was given reaches freed memory. */
 	WARN_ON_ONCE(!list_empty(&pool->regs));
 	mutex_destroy(&pool->reg_lock);
-	kvfree(pool->pages);
-	kfree(pool);
+	rpage_pool_free_struct(pool);
 }
 
 /*
- * Takes @pool off the list and queues its withdrawal for every reader
- * that has the table, asking each for an acknowledgment (@w, set up
- * here; the caller passes it to rpage_pool_finish()). The caller holds
- * rpage_pools_lock; a pool with the same id may be created as soon as
- * it drops it (readers tell the two apart by generation).
+ * Queues the withdrawal of @pool for the @n readers of @chans, which were
+ * told of it, asking each for an acknowledgment (@w, set up here; the
+ * caller waits with rpage_withdrawal_wait()). Under rpage_pools_lock.
+ * Reorders @chans.
  */
-static void rpage_pool_unlink(struct rpage_pool *pool,
-			      struct rpage_withdrawal *w)
+static void rpage_pool_withdraw_from(struct rpage_pool *pool,
+				     struct rpage_withdrawal *w,
+				     struct rpage_in_conn **chans,
+				     unsigned int n)
 {
-	struct rpage_in_conn **chans;
-	unsigned int n, i, nr = 0;
+	unsigned int i, nr = 0;
 
 	lockdep_assert_held(&rpage_pools_lock);
-	list_del(&pool->entry);
-	hash_del_rcu(&pool->hnode);
-	if (pool->owner)
-		list_del_init(&pool->file_entry);
 	w->pool_id = pool->id;
 	w->generation = pool->generation;
 	init_completion(&w->done);
-	/* Readers that do not have the table never heard of the pool. */
-	chans = rpage_channels_collect(&n, true);
 	w->asked = kcalloc(n, sizeof(*w->asked), GFP_KERNEL);
 	if (!w->asked)
 		n = 0;
-	/* Nor did those its addition has not been sent to yet. */
+	/* Readers its addition has not been sent to yet never heard of it. */
 	for (i = 0; i < n; i++)
 		if (!rpage_chan_cancel_add(chans[i], pool))
 			chans[nr++] = chans[i];
@@ -742,6 +825,65 @@ static void rpage_pool_unlink(struct rpage_pool *pool,
 		if (!rpage_chan_queue(chans[i], RPAGE_CHAN_DEL, pool, 0))
 			rpage_pools_acked(chans[i]->c.peer, pool->id,
 					  pool->generation);
+}
+
+/*
+ * Without rpage_pools_lock: waits for the readers asked by @w to finish
+ * what they have in flight (their acknowledgments) or io_timeout_ms.
+ */
+static void rpage_withdrawal_wait(struct rpage_pool *pool,
+				  struct rpage_withdrawal *w)
+{
+	if (w->nr && !rpage_wait_done(&w->done,
+				      msecs_to_jiffies(rpage_io_timeout_ms)))
+		pr_warn("pool %llu: not every reader acknowledged its withdrawal\n",
+			pool->id);
+	spin_lock_bh(&rpage_withdrawals_lock);
+	list_del(&w->entry);
+	spin_unlock_bh(&rpage_withdrawals_lock);
+	kfree(w->asked);
+}
+
+/*
+ * Of the @n readers' channels in @chans, keeps those that have been told
+ * of @pool (announced, or queued to be); returns how many. Under
+ * rpage_pools_lock.
+ */
+static unsigned int rpage_pool_told(struct rpage_pool *pool,
+				    struct rpage_in_conn **chans,
+				    unsigned int n)
+{
+	unsigned int i, nr = 0;
+
+	for (i = 0; i < n; i++)
+		if (rpage_pool_announced_to(pool, chans[i]->c.peer))
+			chans[nr++] = chans[i];
+	return nr;
+}
+
+/*
+ * Takes @pool off the list and queues its withdrawal for every reader
+ * that has the table and was told of it, asking each for an
+ * acknowledgment (@w, set up here; the caller passes it to
+ * rpage_pool_finish()). The caller holds rpage_pools_lock; a pool with
+ * the same id may be created as soon as it drops it (readers tell the
+ * two apart by generation).
+ */
+static void rpage_pool_unlink(struct rpage_pool *pool,
+			      struct rpage_withdrawal *w)
+{
+	struct rpage_in_conn **chans;
+	unsigned int n;
+
+	lockdep_assert_held(&rpage_pools_lock);
+	list_del(&pool->entry);
+	hash_del_rcu(&pool->hnode);
+	if (pool->owner)
+		list_del_init(&pool->file_entry);
+	/* Readers that do not have the table never heard of the pool. */
+	chans = rpage_channels_collect(&n, true);
+	n = rpage_pool_told(pool, chans, n);
+	rpage_pool_withdraw_from(pool, w, chans, n);
 	kfree(chans);
 }
 
@@ -758,14 +900,7 @@ static void rpage_pool_finish(struct rpage_pool *pool,
 	struct rpage_pool_reg *reg, *tmp;
 	LIST_HEAD(regs);
 
-	if (w->nr && !rpage_wait_done(&w->done,
-				      msecs_to_jiffies(rpage_io_timeout_ms)))
-		pr_warn("pool %llu: not every reader acknowledged its withdrawal\n",
-			pool->id);
-	spin_lock_bh(&rpage_withdrawals_lock);
-	list_del(&w->entry);
-	spin_unlock_bh(&rpage_withdrawals_lock);
-	kfree(w->asked);
+	rpage_withdrawal_wait(pool, w);
 	mutex_lock(&pool->reg_lock);
 	pool->dead = true;
 	list_splice_init(&pool->regs, &regs);
@@ -812,18 +947,29 @@ void rpage_pool_access_end(int idx)
 }
 
 /*
- * Incarnation @generation of pool @id if it is listed, or NULL: what the
- * loop transport copies pages of, and TCP serves. Within an access
- * section only, which is all the pool is good for.
+ * Incarnation @generation of pool @id if it is listed and announced to
+ * @peer, or NULL: what the loop transport copies pages of, and TCP
+ * serves. Within an access section only, which is all the pool is good
+ * for. A pool scoped to other peers is refused as if it did not exist,
+ * and counted: @peer was never told of it.
  */
-const struct rpage_pool *rpage_pool_lookup(u64 id, u64 generation)
+const struct rpage_pool *rpage_pool_lookup(u64 id, u64 generation,
+					   struct rpage_peer *peer)
 {
 	struct rpage_pool *pool;
 
 	hash_for_each_possible_rcu(rpage_pools_hash, pool, hnode, id,
-				   srcu_read_lock_held(&rpage_pool_srcu))
-		if (pool->id == id && pool->generation == generation)
+				   srcu_read_lock_held(&rpage_pool_srcu)) {
+		if (pool->id != id || pool->generation != generation)
+			continue;
+		if (rpage_scope_has(srcu_dereference(pool->scope,
+						     &rpage_pool_srcu), peer->id))
 			return pool;
+		atomic64_inc(&peer->refused_access);
+		pr_warn_ratelimited("peer %s: refused access to pool %llu, not scoped to it\n",
+				    peer->name, id);
+		return NULL;
+	}
 	return NULL;
 }
 
@@ -895,6 +1041,18 @@ static struct rpage_pool *rpage_pool_alloc(u64 id, u64 length, u32 flags,
 	pool->length = length;
 	pool->flags = flags;
 	pool->kind = kind;
+	/* Scoped: announced to none until RPAGE_IOC_POOL_SET_PEERS. */
+	if (flags & RPAGE_POOL_SCOPED) {
+		struct rpage_pool_scope *none = kzalloc(sizeof(*none),
+							GFP_KERNEL);
+
+		if (!none) {
+			kvfree(pool->pages);
+			kfree(pool);
+			return NULL;
+		}
+		RCU_INIT_POINTER(pool->scope, none);
+	}
 	INIT_LIST_HEAD(&pool->regs);
 	INIT_LIST_HEAD(&pool->file_entry);
 	mutex_init(&pool->reg_lock);
@@ -921,10 +1079,12 @@ static int rpage_pool_publish(struct rpage_pool *pool, struct rpage_file *owner)
 	}
 	/* A reader still being synced gets it with the rest of the table. */
 	chans = rpage_channels_collect(&n, true);
+	n = rpage_pool_told(pool, chans, n);
 	for (i = 0; i < n; i++)
 		rpage_chan_queue(chans[i], RPAGE_CHAN_ADD, pool, 0);
-	pr_info("pool %llu: %llu bytes%s, %s\n", pool->id, pool->length,
+	pr_info("pool %llu: %llu bytes%s%s, %s\n", pool->id, pool->length,
 		pool->flags & RPAGE_POOL_WRITABLE ? ", writable" : "",
+		pool->flags & RPAGE_POOL_SCOPED ? ", scoped" : "",
 		pool->kind == RPAGE_POOL_USER ? "exported by a process" :
 		pool->kind == RPAGE_POOL_FILE ? "of a file" : "allocated");
 	mutex_unlock(&rpage_pools_lock);
@@ -1180,8 +1340,7 @@ long rpage_ioctl_pool_export(struct rpage_file *rfile, void __user *argp)
 		return -ENOMEM;
 	ret = rpage_pool_pin(pool, arg.addr);
 	if (ret) {
-		kvfree(pool->pages);
-		kfree(pool);
+		rpage_pool_free_struct(pool);
 		return ret;
 	}
 	pool->owner_pid = task_tgid_nr(current);
@@ -1272,31 +1431,223 @@ void rpage_pools_file_release(struct rpage_file *rfile)
 		;
 }
 
-/* @dev is going away: its registrations go first. */
-void rpage_pools_device_removed(struct rpage_ibdev *dev)
+/* Frees the registrations of @regs (taken off their pools). */
+static void rpage_pool_regs_free(struct list_head *regs)
+{
+	struct rpage_pool_reg *reg, *tmp;
+
+	list_for_each_entry_safe(reg, tmp, regs, entry) {
+		list_del(&reg->entry);
+		rpage_pool_reg_free(reg);
+	}
+}
+
+/*
+ * Deregisters every pool's regions on @dev, or in peer @peer_id's
+ * domains (@dev NULL). Pools being destroyed are off the list: their
+ * destroy frees their registrations soon, and a device's removal waits
+ * for it.
+ */
+static void rpage_pools_drop_regs(struct rpage_ibdev *dev, u32 peer_id)
 {
 	struct rpage_pool_reg *reg, *tmp;
 	struct rpage_pool *pool;
 
 	LIST_HEAD(regs);
 
-	/*
-	 * Pools being destroyed are off the list: their destroy frees their
-	 * registrations soon, and the device's removal waits for it.
-	 */
 	mutex_lock(&rpage_pools_lock);
 	list_for_each_entry(pool, &rpage_pools, entry) {
 		mutex_lock(&pool->reg_lock);
 		list_for_each_entry_safe(reg, tmp, &pool->regs, entry)
-			if (reg->dev == dev)
+			if (dev ? reg->dev == dev : reg->ppd->peer_id == peer_id)
 				list_move(&reg->entry, &regs);
 		mutex_unlock(&pool->reg_lock);
 	}
 	mutex_unlock(&rpage_pools_lock);
-	list_for_each_entry_safe(reg, tmp, &regs, entry) {
-		list_del(&reg->entry);
-		rpage_pool_reg_free(reg);
+	rpage_pool_regs_free(&regs);
+}
+
+/* @dev is going away: its registrations go first. */
+void rpage_pools_device_removed(struct rpage_ibdev *dev)
+{
+	rpage_pools_drop_regs(dev, 0);
+}
+
+/* Peer @peer_id is deleted: nothing registered for it is left. */
+void rpage_pools_peer_removed(u32 peer_id)
+{
+	rpage_pools_drop_regs(NULL, peer_id);
+}
+
+static int rpage_u32_cmp(const void *a, const void *b)
+{
+	u32 x = *(const u32 *)a, y = *(const u32 *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/*
+ * The scope RPAGE_IOC_POOL_SET_PEERS asks for, in *@scopep (NULL: every
+ * peer): each id a configured peer's, once.
+ */
+static int rpage_pool_scope_from_user(const struct rpage_pool_peers *arg,
+				      struct rpage_pool_scope **scopep)
+{
+	struct rpage_pool_scope *scope;
+	struct rpage_peer *peer;
+	u32 i;
+
+	*scopep = NULL;
+	if (arg->flags & RPAGE_POOL_PEERS_ANY)
+		return arg->nr_peers ? -EINVAL : 0;
+	scope = kzalloc(struct_size(scope, ids, arg->nr_peers), GFP_KERNEL);
+	if (!scope)
+		return -ENOMEM;
+	scope->nr = arg->nr_peers;
+	if (copy_from_user(scope->ids, u64_to_user_ptr(arg->peers),
+			   array_size(arg->nr_peers, sizeof(u32)))) {
+		kfree(scope);
+		return -EFAULT;
 	}
+	sort(scope->ids, scope->nr, sizeof(u32), rpage_u32_cmp, NULL);
+	for (i = 0; i < scope->nr; i++) {
+		if (i && scope->ids[i] == scope->ids[i - 1]) {
+			kfree(scope);
+			return -EINVAL;
+		}
+		peer = rpage_peer_get_by_id(scope->ids[i]);
+		if (!peer) {
+			kfree(scope);
+			return -ENOENT;
+		}
+		rpage_peer_put(peer);
+	}
+	*scopep = scope;
+	return 0;
+}
+
+/*
+ * RPAGE_IOC_POOL_SET_PEERS. Under rpage_pools_lock the scope changes
+ * and each reader with the table is told what changed for it, in order
+ * with everything else it is told: an addition for a peer let in, a
+ * withdrawal for a peer taken out. Then, unlocked, the withdrawals are
+ * waited for like a destroy's, the regions registered for the peers
+ * taken out are deregistered (no new one is made: the registration
+ * checks the scope under reg_lock), and every access section that may
+ * have seen the old scope is waited for.
+ */
+long rpage_ioctl_pool_set_peers(struct rpage_file *rfile, void __user *argp)
+{
+	struct rpage_pool_scope *scope, *old;
+	struct rpage_pool_reg *reg, *tmp;
+	struct rpage_withdrawal w = {};
+	struct rpage_in_conn **chans;
+	struct rpage_pool_peers arg;
+	unsigned int n, i, nr_out = 0;
+	struct rpage_pool *pool;
+	bool was, now;
+	LIST_HEAD(regs);
+	int ret;
+
+	if (copy_from_user(&arg, argp, sizeof(arg)))
+		return -EFAULT;
+	if (arg.flags & ~RPAGE_POOL_PEERS_FLAGS_ALL ||
+	    arg.nr_peers > RPAGE_POOL_MAX_PEERS ||
+	    memchr_inv(arg.reserved, 0, sizeof(arg.reserved)))
+		return -EINVAL;
+	ret = rpage_pool_scope_from_user(&arg, &scope);
+	if (ret)
+		return ret;
+
+	mutex_lock(&rpage_pools_lock);
+	pool = rpage_pool_find(arg.id);
+	if (!pool || (pool->owner && pool->owner != rfile)) {
+		mutex_unlock(&rpage_pools_lock);
+		kfree(scope);
+		return pool ? -EPERM : -ENOENT;
+	}
+	chans = rpage_channels_collect(&n, true);
+	mutex_lock(&pool->reg_lock);
+	old = rpage_pool_scope(pool);
+	rcu_assign_pointer(pool->scope, scope);
+	if (scope)
+		pool->flags |= RPAGE_POOL_SCOPED;
+	else
+		pool->flags &= ~RPAGE_POOL_SCOPED;
+	mutex_unlock(&pool->reg_lock);
+	/* Peers let in are told of it; those taken out, at the front. */
+	for (i = 0; i < n; i++) {
+		struct rpage_in_conn *in = chans[i];
+
+		was = rpage_scope_has(old, in->c.peer->id);
+		now = rpage_scope_has(scope, in->c.peer->id);
+		if (!was && now)
+			rpage_chan_queue(in, RPAGE_CHAN_ADD, pool, 0);
+		else if (was && !now)
+			swap(chans[nr_out++], chans[i]);
+	}
+	if (nr_out)
+		rpage_pool_withdraw_from(pool, &w, chans, nr_out);
+	/* Held: it may be destroyed meanwhile, not freed. */
+	kref_get(&pool->ref);
+	pr_info("pool %llu: scoped to %s\n", pool->id,
+		scope ? "some peers" : "every peer");
+	mutex_unlock(&rpage_pools_lock);
+	kfree(chans);
+
+	if (nr_out)
+		rpage_withdrawal_wait(pool, &w);
+	mutex_lock(&pool->reg_lock);
+	list_for_each_entry_safe(reg, tmp, &pool->regs, entry)
+		if (!rpage_scope_has(rpage_pool_scope(pool), reg->ppd->peer_id))
+			list_move(&reg->entry, &regs);
+	mutex_unlock(&pool->reg_lock);
+	rpage_pool_regs_free(&regs);
+	/* No access section still sees the old scope. */
+	synchronize_srcu(&rpage_pool_srcu);
+	kfree(old);
+	rpage_pool_put(pool);
+	return 0;
+}
+
+long rpage_ioctl_pool_get_peers(struct rpage_file *rfile, void __user *argp)
+{
+	struct rpage_pool_peers __user *uarg = argp;
+	const struct rpage_pool_scope *scope;
+	struct rpage_pool_peers arg;
+	struct rpage_pool *pool;
+	u32 *ids = NULL, nr = 0;
+	int ret = 0;
+
+	if (copy_from_user(&arg, uarg, sizeof(arg)))
+		return -EFAULT;
+	if (arg.flags || memchr_inv(arg.reserved, 0, sizeof(arg.reserved)))
+		return -EINVAL;
+	mutex_lock(&rpage_pools_lock);
+	pool = rpage_pool_find(arg.id);
+	if (!pool) {
+		ret = -ENOENT;
+		goto unlock;
+	}
+	scope = rcu_dereference_protected(pool->scope,
+					  lockdep_is_held(&rpage_pools_lock));
+	if (scope && scope->nr) {
+		nr = scope->nr;
+		ids = kmemdup(scope->ids, array_size(nr, sizeof(u32)),
+			      GFP_KERNEL);
+		if (!ids)
+			ret = -ENOMEM;
+	}
+unlock:
+	mutex_unlock(&rpage_pools_lock);
+	if (ret)
+		return ret;
+	if (copy_to_user(u64_to_user_ptr(arg.peers), ids,
+			 array_size(min(nr, arg.nr_peers), sizeof(u32))) ||
+	    put_user(nr, &uarg->nr_peers))
+		ret = -EFAULT;
+	kfree(ids);
+	return ret;
 }
 
 void rpage_pools_init(void)

@@ -119,7 +119,11 @@ struct rpage_counters {
  * struct rpage_ibdev - an RDMA device rpage.ko is attached to
  * @entry: link in the list of attached devices.
  * @ibdev: the device; valid until the ib_client remove callback.
- * @pd: the protection domain every queue pair on the device uses.
+ * @pd: the protection domain of the queue pairs this host opens (a
+ *	reader's: nothing of this host's memory is registered in it).
+ * @pds: the protection domains of the queue pairs peers opened to this
+ *	host, one per peer (struct rpage_pd), under @pds_lock.
+ * @pds_lock: protects @pds.
  * @ref: keeps this structure; held by lookups and by @users.
  * @users: queue pairs on the device; removal waits until none is left.
  * @users_wait: where removal waits.
@@ -129,10 +133,31 @@ struct rpage_ibdev {
 	struct list_head entry;
 	struct ib_device *ibdev;
 	struct ib_pd *pd;
+	struct list_head pds;
+	struct mutex pds_lock;		/* see kernel-doc */
 	struct kref ref;
 	atomic_t users;
 	wait_queue_head_t users_wait;
 	struct rpage_counters counters;
+};
+
+/**
+ * struct rpage_pd - the protection domain of one peer's queue pairs on
+ *	one device, as the exporter: a pool is registered in the domain of
+ *	each peer it is announced to, so that a peer's queue pair reaches
+ *	no region registered for another, whatever key it tries.
+ * @entry: link in the device's @pds.
+ * @dev: the device.
+ * @peer_id: the peer's id (never reused while the module is loaded).
+ * @pd: the domain.
+ * @ref: held by each queue pair and registration in it.
+ */
+struct rpage_pd {
+	struct list_head entry;
+	struct rpage_ibdev *dev;
+	u32 peer_id;
+	struct ib_pd *pd;
+	struct kref ref;
 };
 
 /*
@@ -161,6 +186,9 @@ struct rpage_peer;
  * @peer: the peer; an inbound connection holds a reference.
  * @cm_id: its rdma_cm id; the queue pair is @cm_id->qp.
  * @dev: the device of @cm_id, referenced while the queue pair exists.
+ * @pd: the protection domain of its queue pair: the device's for a
+ *	queue pair this host opened, @ppd's for one a peer opened.
+ * @ppd: inbound: the peer's protection domain on @dev, referenced.
  * @cq: outbound: the send completion queue, polled by whoever posted
  *	(IB_POLL_DIRECT); inbound: the one completion queue.
  * @recv_cq: outbound: the receive completion queue (control messages).
@@ -188,6 +216,8 @@ struct rpage_conn {
 	struct rpage_peer *peer;
 	struct rdma_cm_id *cm_id;
 	struct rpage_ibdev *dev;
+	struct ib_pd *pd;
+	struct rpage_pd *ppd;
 	struct ib_cq *cq;
 	struct ib_cq *recv_cq;
 	struct rpage_recv *recvs;
@@ -359,6 +389,8 @@ enum rpage_peer_state {
  * @refused_pools: pools the peer announced past max_remote_pools or
  *	max_remote_regions.
  * @refused_qps: queue pairs the peer opened past max_inbound_qps.
+ * @refused_access: its reads and writes of pools not announced to it
+ *	(scoped to other peers), over TCP and the loop.
  * @counters: traffic to the peer; its connects are outbound connection
  *	sets established, its rejects outbound attempts the peer refused.
  * @fault_counters: the fault path of every mapping of its pools.
@@ -415,6 +447,7 @@ struct rpage_peer {
 	atomic64_t refused_msgs;
 	atomic64_t refused_pools;
 	atomic64_t refused_qps;
+	atomic64_t refused_access;
 	struct rpage_counters counters;
 	struct rpage_fault_counters_pcpu __percpu *fault_counters;
 	u32 id;
@@ -749,6 +782,8 @@ void rpage_ibdev_exit(void);
 struct rpage_ibdev *rpage_ibdev_get(struct ib_device *ibdev);
 void rpage_ibdev_put(struct rpage_ibdev *dev);
 void rpage_ibdev_unuse(struct rpage_ibdev *dev);
+struct rpage_pd *rpage_pd_get(struct rpage_ibdev *dev, u32 peer_id);
+void rpage_pd_put(struct rpage_pd *ppd);
 long rpage_ioctl_device_list(struct rpage_file *rfile, void __user *argp);
 int rpage_route_has_rdma(const struct sockaddr *addr);
 
@@ -847,12 +882,14 @@ void rpage_pools_acked(struct rpage_peer *peer, u64 pool_id, u64 generation);
 struct rpage_pool;
 int rpage_pool_access_begin(void);
 void rpage_pool_access_end(int idx);
-const struct rpage_pool *rpage_pool_lookup(u64 id, u64 generation);
+const struct rpage_pool *rpage_pool_lookup(u64 id, u64 generation,
+					   struct rpage_peer *peer);
 bool rpage_pool_pages_stable(const struct rpage_pool *pool);
 struct page *rpage_pool_page(const struct rpage_pool *pool, u64 offset);
 u64 rpage_pool_length(const struct rpage_pool *pool);
 bool rpage_pool_writable(const struct rpage_pool *pool);
 void rpage_pools_device_removed(struct rpage_ibdev *dev);
+void rpage_pools_peer_removed(u32 peer_id);
 void rpage_pools_file_release(struct rpage_file *rfile);
 void rpage_pools_init(void);
 void rpage_pools_exit(void);
@@ -860,6 +897,8 @@ long rpage_ioctl_pool_create(struct rpage_file *rfile, void __user *argp);
 long rpage_ioctl_pool_export(struct rpage_file *rfile, void __user *argp);
 long rpage_ioctl_pool_destroy(struct rpage_file *rfile, void __user *argp);
 long rpage_ioctl_pool_list(struct rpage_file *rfile, void __user *argp);
+long rpage_ioctl_pool_set_peers(struct rpage_file *rfile, void __user *argp);
+long rpage_ioctl_pool_get_peers(struct rpage_file *rfile, void __user *argp);
 
 /* rpage-stats.c */
 int rpage_counters_init(struct rpage_counters *c);

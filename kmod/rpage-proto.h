@@ -342,7 +342,8 @@ static inline void rpage_proto_build_checks(void)
 	BUILD_BUG_ON(sizeof(struct rpage_msg_tcp_hello) != 40);
 	BUILD_BUG_ON(sizeof(struct rpage_msg_tcp_reject) != 24);
 	BUILD_BUG_ON(sizeof(struct rpage_msg_io) != 48);
-	BUILD_BUG_ON(RPAGE_MSG_POOL_FLAGS_ALL != RPAGE_POOL_FLAGS_ALL);
+	/* Whom a pool is scoped to is not said on the wire. */
+	BUILD_BUG_ON(RPAGE_MSG_POOL_FLAGS_ALL != RPAGE_POOL_WRITABLE);
 }
 #endif /* __KERNEL__ */
 

@@ -207,7 +207,7 @@ static bool rpage_rdma_map(struct rpage_rdma_run *rr, unsigned long g,
 		return false;
 	sge->addr = dma;
 	sge->length = PAGE_SIZE;
-	sge->lkey = rr->conn->dev->pd->local_dma_lkey;
+	sge->lkey = rr->conn->pd->local_dma_lkey;
 	return true;
 }
 

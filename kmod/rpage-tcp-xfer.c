@@ -188,7 +188,7 @@ static u32 rpage_tcp_check(struct rpage_tcp_queue *q,
 		goto refused;
 	}
 	pool = rpage_pool_lookup(le64_to_cpu(io->pool_id),
-				 le64_to_cpu(io->generation));
+				 le64_to_cpu(io->generation), peer);
 	if (!pool)
 		return RPAGE_IO_NO_POOL;
 	length = rpage_pool_length(pool);
@@ -352,7 +352,8 @@ int rpage_tcp_serve_data(struct rpage_tcp_queue *q, u32 off, u32 n)
 	idx = rpage_pool_access_begin();
 	if (q->rx_status == RPAGE_IO_OK) {
 		pool = rpage_pool_lookup(le64_to_cpu(io->pool_id),
-					 le64_to_cpu(io->generation));
+					 le64_to_cpu(io->generation),
+					 q->conn->peer);
 		if (!pool)
 			q->rx_status = RPAGE_IO_NO_POOL;
 	}

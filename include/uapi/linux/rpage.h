@@ -40,13 +40,21 @@
  * rpage_endpoint_info.transport reports it; RPAGE_REJECT_TRANSPORT may
  * be reported. A module without the bit refuses RPAGE_TRANSPORT_TCP and
  * a non-zero endpoint @transport with EINVAL.
+ *
+ * RPAGE_FEATURE_POOL_PEERS: pools may be scoped to some peers
+ * (RPAGE_POOL_SCOPED, RPAGE_IOC_POOL_SET_PEERS, RPAGE_IOC_POOL_GET_PEERS),
+ * and struct rpage_peer_status.refused_access counts a peer's accesses
+ * of pools not scoped to it. A module without the bit refuses
+ * RPAGE_POOL_SCOPED with EINVAL and reports zero in @refused_access.
  */
 #define RPAGE_FEATURE_PEER_REFUSALS	(1ULL << 0)
 #define RPAGE_FEATURE_TRANSPORT		(1ULL << 1)
 #define RPAGE_FEATURE_TCP		(1ULL << 2)
+#define RPAGE_FEATURE_POOL_PEERS	(1ULL << 3)
 #define RPAGE_FEATURES_ALL	(RPAGE_FEATURE_PEER_REFUSALS | \
 				 RPAGE_FEATURE_TRANSPORT | \
-				 RPAGE_FEATURE_TCP)
+				 RPAGE_FEATURE_TCP | \
+				 RPAGE_FEATURE_POOL_PEERS)
 
 /* Bounds of names and of strings the kernel reports. */
 #define RPAGE_NAME_MAX		64
@@ -87,6 +95,8 @@ enum {
 	_RPAGE_MAP_DEL		= 0x1a,
 	_RPAGE_MAP_LIST		= 0x1b,
 	_RPAGE_POOL_FILE	= 0x1c,
+	_RPAGE_POOL_SET_PEERS	= 0x1d,
+	_RPAGE_POOL_GET_PEERS	= 0x1e,
 };
 
 /**
@@ -316,9 +326,14 @@ struct rpage_peer_info {
 	__u64 reserved[3];
 };
 
-/* Pool flags. Every pool is readable by the peers. */
+/*
+ * Pool flags. A pool is announced to, and readable by, every peer unless
+ * it is scoped: then only by the peers RPAGE_IOC_POOL_SET_PEERS names
+ * (none until then), and refused to the others as if it did not exist.
+ */
 #define RPAGE_POOL_WRITABLE	(1U << 0)	/* peers may RDMA WRITE to it */
-#define RPAGE_POOL_FLAGS_ALL	RPAGE_POOL_WRITABLE
+#define RPAGE_POOL_SCOPED	(1U << 1)	/* RPAGE_FEATURE_POOL_PEERS */
+#define RPAGE_POOL_FLAGS_ALL	(RPAGE_POOL_WRITABLE | RPAGE_POOL_SCOPED)
 
 /* Pool kinds (struct rpage_pool_info.kind). */
 enum {
@@ -419,6 +434,47 @@ struct rpage_pool_file {
 struct rpage_pool_destroy {
 	__u64 id;
 	__u64 reserved[3];
+};
+
+/* Most peers one pool may be scoped to. */
+#define RPAGE_POOL_MAX_PEERS	256
+
+/* struct rpage_pool_peers.flags for RPAGE_IOC_POOL_SET_PEERS. */
+/* Every peer again: the pool is no longer scoped (@nr_peers must be 0). */
+#define RPAGE_POOL_PEERS_ANY	(1U << 0)
+#define RPAGE_POOL_PEERS_FLAGS_ALL	RPAGE_POOL_PEERS_ANY
+
+/**
+ * struct rpage_pool_peers - the peers a pool is scoped to
+ * @id: the pool.
+ * @peers: a pointer to an array of peer ids (struct rpage_peer_info.id).
+ * @nr_peers: SET: entries in @peers, at most RPAGE_POOL_MAX_PEERS.
+ *	GET: in: room in @peers; out: how many the pool is scoped to (more
+ *	than the room: only the room was filled).
+ * @flags: SET: RPAGE_POOL_PEERS_*. GET: must be zero.
+ * @reserved: must be zero.
+ *
+ * RPAGE_IOC_POOL_SET_PEERS scopes the pool to exactly the peers named
+ * (sets RPAGE_POOL_SCOPED), or to every peer with RPAGE_POOL_PEERS_ANY.
+ * Peers added are announced the pool; peers taken out are withdrawn it as
+ * if it were destroyed (their reads and writes in flight finish, or
+ * io_timeout_ms passes), their regions deregistered, and refused it
+ * from then on: when the call returns, none of them reaches the pool on
+ * any transport. Each id must be a configured peer's, once. Needs
+ * CAP_SYS_ADMIN; a process's pool only through the file that exported
+ * it. Errors: EINVAL, EFAULT, ENOENT (the pool, or a peer), EPERM,
+ * ENOMEM.
+ *
+ * RPAGE_IOC_POOL_GET_PEERS reports them; a pool that is not scoped (see
+ * struct rpage_pool_info.flags) reports none. Errors: EINVAL, EFAULT,
+ * ENOENT.
+ */
+struct rpage_pool_peers {
+	__u64 id;
+	__u64 peers;
+	__u32 nr_peers;
+	__u32 flags;
+	__u64 reserved[4];
 };
 
 /**
@@ -855,7 +911,11 @@ struct rpage_peer_set {
  *	others are withdrawn and the peer announces them again.
  * @refused_qps: queue pairs the peer opened to this host past the
  *	module parameter max_inbound_qps.
- * @reserved: zero.
+ * @refused_access: the peer's reads and writes over TCP or the loop of
+ *	pools not scoped to it (RPAGE_FEATURE_POOL_PEERS). Over RDMA such
+ *	an access cannot happen: the pool's regions are registered only
+ *	for the peers it is scoped to, and another peer's read fails on
+ *	its own side (a remote access error there).
  */
 struct rpage_peer_status {
 	char  name[RPAGE_NAME_MAX];
@@ -871,7 +931,7 @@ struct rpage_peer_status {
 	__u64 refused_msgs;
 	__u64 refused_pools;
 	__u64 refused_qps;
-	__u64 reserved[1];
+	__u64 refused_access;
 };
 
 /*
@@ -1051,6 +1111,10 @@ struct rpage_map_info {
 	_IOWR(RPAGE_IOC_MAGIC, _RPAGE_MAP_LIST, struct rpage_list)
 #define RPAGE_IOC_POOL_FILE \
 	_IOW(RPAGE_IOC_MAGIC, _RPAGE_POOL_FILE, struct rpage_pool_file)
+#define RPAGE_IOC_POOL_SET_PEERS \
+	_IOW(RPAGE_IOC_MAGIC, _RPAGE_POOL_SET_PEERS, struct rpage_pool_peers)
+#define RPAGE_IOC_POOL_GET_PEERS \
+	_IOWR(RPAGE_IOC_MAGIC, _RPAGE_POOL_GET_PEERS, struct rpage_pool_peers)
 
 #define RPAGE_API_IOCTLS \
 	((1ULL << _RPAGE_API) | (1ULL << _RPAGE_DEVICE_LIST) | \
@@ -1067,6 +1131,7 @@ struct rpage_map_info {
 	 (1ULL << _RPAGE_PEER_FAULT_STATS) | (1ULL << _RPAGE_PEER_SET) | \
 	 (1ULL << _RPAGE_PEER_STATUS) | (1ULL << _RPAGE_MAP_ADD) | \
 	 (1ULL << _RPAGE_MAP_DEL) | (1ULL << _RPAGE_MAP_LIST) | \
-	 (1ULL << _RPAGE_POOL_FILE))
+	 (1ULL << _RPAGE_POOL_FILE) | (1ULL << _RPAGE_POOL_SET_PEERS) | \
+	 (1ULL << _RPAGE_POOL_GET_PEERS))
 
 #endif /* _UAPI_LINUX_RPAGE_H */
