@@ -195,6 +195,16 @@ RPAGE_EXPORT int rpage_pool_file(int fd, const struct rpage_pool_file *pf)
 	return rpage_ioctl(fd, RPAGE_IOC_POOL_FILE, (void *)pf);
 }
 
+RPAGE_EXPORT int rpage_pool_set_peers(int fd, const struct rpage_pool_peers *pp)
+{
+	return rpage_ioctl(fd, RPAGE_IOC_POOL_SET_PEERS, (void *)pp);
+}
+
+RPAGE_EXPORT int rpage_pool_get_peers(int fd, struct rpage_pool_peers *pp)
+{
+	return rpage_ioctl(fd, RPAGE_IOC_POOL_GET_PEERS, pp);
+}
+
 /* RPAGE_IOC_UNMAP of @map_id: 0 or -errno. */
 static int map_id_destroy(int fd, __u64 map_id)
 {

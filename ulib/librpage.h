@@ -175,6 +175,14 @@ int rpage_map_list(int fd, struct rpage_list *list);
 int rpage_pool_file(int fd, const struct rpage_pool_file *pf);
 
 /*
+ * RPAGE_IOC_POOL_SET_PEERS, RPAGE_IOC_POOL_GET_PEERS: the peers a pool
+ * is announced to and served to (RPAGE_FEATURE_POOL_PEERS); GET fills
+ * @pp->peers up to @pp->nr_peers and sets @pp->nr_peers to how many.
+ */
+int rpage_pool_set_peers(int fd, const struct rpage_pool_peers *pp);
+int rpage_pool_get_peers(int fd, struct rpage_pool_peers *pp);
+
+/*
  * The latency below which @pct percent (0 < @pct <= 100) of the counts
  * of the log2 histogram @hist (@buckets buckets, 1 to 64, laid out as
  * struct rpage_stats.latency) fall, as the upper bound of the bucket

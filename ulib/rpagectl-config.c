@@ -533,6 +533,7 @@ static void peer_print(struct json_writer *jw, const struct rpage_peer_info *inf
 		print_u64(jw, "refused_msgs", "refused-msgs", st->refused_msgs);
 		print_u64(jw, "refused_pools", "refused-pools", st->refused_pools);
 		print_u64(jw, "refused_qps", "refused-qps", st->refused_qps);
+		print_u64(jw, "refused_access", "refused-access", st->refused_access);
 		print_str(jw, "cause", "cause", st->cause);
 	}
 	if (jw)

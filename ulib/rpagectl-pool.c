@@ -38,6 +38,7 @@ static const struct {
 	const char *name;
 } pool_flag_names[] = {
 	{ RPAGE_POOL_WRITABLE, "writable" },
+	{ RPAGE_POOL_SCOPED, "scoped" },
 };
 
 #define NR_POOL_FLAGS (sizeof(pool_flag_names) / sizeof(pool_flag_names[0]))
@@ -92,30 +93,236 @@ static void json_pool_flags(struct json_writer *jw, __u32 flags)
 
 static void pool_usage(void)
 {
-	puts("Usage: rpagectl pool create ID size SIZE [ writable ]\n"
+	puts("Usage: rpagectl pool create ID size SIZE [ writable ] [ peers PEERS ]\n"
 	     "       rpagectl pool create ID file PATH [ offset OFFSET ] [ size SIZE ] [ writable ]\n"
+	     "                            [ peers PEERS ]\n"
+	     "       rpagectl pool set ID peers PEERS\n"
 	     "       rpagectl pool destroy ID\n"
 	     "       rpagectl pool [ show [ remote ] ]\n"
 	     "ID := 1..2^64-1, decimal or 0x-hexadecimal\n"
 	     "SIZE := bytes, a multiple of the page size; K, M or G may follow\n"
 	     "PATH := a file on tmpfs or hugetlbfs, such as a VMM's guest RAM in /dev/shm;\n"
-	     "        SIZE: the rest of it by default");
+	     "        SIZE: the rest of it by default\n"
+	     "PEERS := NAME[,NAME...] | none | all: the peers the pool is announced to\n"
+	     "         and served to (all by default)");
+}
+
+/*
+ * The ids of the peers named in @text (NAME[,NAME...], "none" or "all")
+ * in @pp: its @peers (malloc'd into *@ids), @nr_peers and @flags.
+ * Reports and returns 1 for an unknown name.
+ */
+static int parse_pool_peers(int fd, const char *subject, const char *text,
+			    struct rpage_pool_peers *pp, __u32 **ids)
+{
+	char *copy, *name, *save = NULL;
+	int ret = 0;
+
+	*ids = NULL;
+	pp->nr_peers = 0;
+	pp->flags = 0;
+	if (!strcmp(text, "all")) {
+		pp->flags = RPAGE_POOL_PEERS_ANY;
+		return 0;
+	}
+	if (!strcmp(text, "none"))
+		return 0;
+	copy = strdup(text);
+	*ids = calloc(RPAGE_POOL_MAX_PEERS, sizeof(**ids));
+	if (!copy || !*ids) {
+		fail("%s: %s", subject, strerror(ENOMEM));
+		ret = 1;
+		goto out;
+	}
+	for (name = strtok_r(copy, ",", &save); name;
+	     name = strtok_r(NULL, ",", &save)) {
+		if (pp->nr_peers == RPAGE_POOL_MAX_PEERS) {
+			ret = usage_error("%s: more than %d peers", subject,
+					  RPAGE_POOL_MAX_PEERS);
+			goto out;
+		}
+		ret = find_peer_id(fd, name, &(*ids)[pp->nr_peers]);
+		if (ret) {
+			ret = fail_cmd(subject, name, -ret,
+				       ret == -ENOENT ? "no such peer" : NULL);
+			goto out;
+		}
+		pp->nr_peers++;
+	}
+	pp->peers = (uintptr_t)*ids;
+out:
+	free(copy);
+	if (ret) {
+		free(*ids);
+		*ids = NULL;
+	}
+	return ret;
+}
+
+/*
+ * Why the caller may not change or destroy pool @id: a user pool belongs
+ * to the process that exported it; otherwise the capability is missing.
+ */
+static void explain_pool_eperm(int fd, uint64_t id, char *buf, size_t len)
+{
+	struct rpage_pool_info *infos;
+	void *entries = NULL;
+	int count;
+
+	snprintf(buf, len, "needs CAP_SYS_ADMIN");
+	count = fetch_list(fd, rpage_pool_list, sizeof(*infos), &entries);
+	infos = entries;
+	for (int i = 0; i < count; i++) {
+		if (infos[i].id == id && infos[i].kind == RPAGE_POOL_USER) {
+			snprintf(buf, len,
+				 "exported by process %u: only that process can change or destroy it",
+				 infos[i].owner_pid);
+			break;
+		}
+	}
+	free(infos);
+}
+
+/* Scopes pool @id to the peers of @text, through @fd; 0 or 1 (reported). */
+static int pool_set_peers_text(int fd, const char *what, const char *id_text,
+			       uint64_t id, const char *text)
+{
+	struct rpage_pool_peers pp;
+	const char *words = NULL;
+	char buf[128];
+	__u32 *ids;
+	int ret;
+
+	memset(&pp, 0, sizeof(pp));
+	pp.id = id;
+	if (parse_pool_peers(fd, what, text, &pp, &ids))
+		return 1;
+	ret = rpage_pool_set_peers(fd, &pp);
+	free(ids);
+	if (!ret)
+		return 0;
+	switch (-ret) {
+	case ENOENT:
+		words = "no such pool, or a peer was deleted meanwhile";
+		break;
+	case EPERM:
+		explain_pool_eperm(fd, id, buf, sizeof(buf));
+		words = buf;
+		break;
+	case EINVAL:
+		words = "a peer named twice, or a module without pool scopes (see 'rpagectl version')";
+		break;
+	}
+	return fail_cmd(what, id_text, -ret, words);
+}
+
+/*
+ * A pool just created scoped to none (RPAGE_POOL_SCOPED) gets its peers;
+ * if that fails, it is destroyed again: no peer ever heard of it.
+ */
+static int pool_scope_new(const char *id_text, uint64_t id, const char *text)
+{
+	struct rpage_pool_destroy d;
+	int fd, ret;
+
+	fd = open_device(NULL);
+	if (fd < 0)
+		return 1;
+	ret = pool_set_peers_text(fd, "pool create", id_text, id, text);
+	if (ret) {
+		memset(&d, 0, sizeof(d));
+		d.id = id;
+		rpage_pool_destroy(fd, &d);
+	}
+	close(fd);
+	return ret;
+}
+
+/* pool set ID peers PEERS */
+static int pool_set(int argc, char **argv)
+{
+	const char *what = "pool set";
+	const char *peers = NULL;
+	uint64_t id;
+	int fd, ret;
+
+	if (argc < 1)
+		return usage_error("%s: missing ID", what);
+	ret = parse_pool_id(what, argv[0], &id);
+	if (ret)
+		return ret;
+	for (int i = 1; i < argc; i++) {
+		if (matches(argv[i], "peers") && i + 1 < argc && !peers)
+			peers = argv[++i];
+		else
+			return usage_error("%s %s: unexpected argument '%s'",
+					   what, argv[0], argv[i]);
+	}
+	if (!peers)
+		return usage_error("%s %s: nothing to set: 'peers PEERS'", what,
+				   argv[0]);
+	fd = open_device(NULL);
+	if (fd < 0)
+		return 1;
+	ret = pool_set_peers_text(fd, what, argv[0], id, peers);
+	close(fd);
+	return ret;
+}
+
+/*
+ * The names of the peers scoped pool @id is announced to, in @names
+ * (up to RPAGE_POOL_MAX_PEERS of @peers' entries; an id no peer has
+ * any more as "#ID"); how many, or -errno.
+ */
+static int pool_peer_names(int fd, uint64_t id,
+			   const struct rpage_peer_info *peers, int nr_peers,
+			   char (*names)[RPAGE_NAME_MAX])
+{
+	__u32 ids[RPAGE_POOL_MAX_PEERS];
+	struct rpage_pool_peers pp;
+	int ret;
+
+	memset(&pp, 0, sizeof(pp));
+	pp.id = id;
+	pp.peers = (uintptr_t)ids;
+	pp.nr_peers = RPAGE_POOL_MAX_PEERS;
+	ret = rpage_pool_get_peers(fd, &pp);
+	if (ret)
+		return ret;
+	if (pp.nr_peers > RPAGE_POOL_MAX_PEERS)
+		pp.nr_peers = RPAGE_POOL_MAX_PEERS;
+	for (__u32 i = 0; i < pp.nr_peers; i++) {
+		snprintf(names[i], RPAGE_NAME_MAX, "#%u", ids[i]);
+		for (int j = 0; j < nr_peers; j++)
+			if (peers[j].id == ids[i])
+				snprintf(names[i], RPAGE_NAME_MAX, "%.*s",
+					 RPAGE_NAME_MAX - 1, peers[j].name);
+	}
+	return (int)pp.nr_peers;
 }
 
 /* pool [ show ]: this host's pools. */
 static int pool_show(int fd)
 {
+	static char names[RPAGE_POOL_MAX_PEERS][RPAGE_NAME_MAX];
+	struct rpage_peer_info *peers = NULL;
 	struct rpage_pool_info *infos;
 	struct json_writer jw;
-	void *buf = NULL;
+	void *buf = NULL, *pbuf = NULL;
 	char flags[64];
 	const char *kind;
-	int count;
+	int count, nr_peers, nr_names;
 
 	count = fetch_list(fd, rpage_pool_list, sizeof(*infos), &buf);
 	infos = buf;
 	if (count < 0)
 		return fail_cmd("pool show", NULL, -count, NULL);
+	nr_peers = fetch_list(fd, rpage_peer_list, sizeof(*peers), &pbuf);
+	peers = pbuf;
+	if (nr_peers < 0) {
+		free(infos);
+		return fail_cmd("pool show", NULL, -nr_peers, NULL);
+	}
 
 	if (opt_json) {
 		json_init(&jw, stdout, opt_pretty);
@@ -125,11 +332,32 @@ static int pool_show(int fd)
 		const struct rpage_pool_info *info = &infos[i];
 
 		kind = NAME_OF(pool_kinds, info->kind);
+		nr_names = 0;
+		if (info->flags & RPAGE_POOL_SCOPED) {
+			nr_names = pool_peer_names(fd, info->id, peers, nr_peers,
+						   names);
+			/* Destroyed since the list was taken: not shown. */
+			if (nr_names == -ENOENT)
+				continue;
+			if (nr_names < 0) {
+				free(infos);
+				free(peers);
+				return fail_cmd("pool show", NULL, -nr_names, NULL);
+			}
+		}
 		if (!opt_json) {
 			format_pool_flags(info->flags, flags, sizeof(flags));
-			printf("%" PRIu64 " length %" PRIu64 " flags %s kind %s owner %u\n",
+			printf("%" PRIu64 " length %" PRIu64 " flags %s kind %s owner %u",
 			       (uint64_t)info->id, (uint64_t)info->length, flags,
 			       kind, info->owner_pid);
+			if (info->flags & RPAGE_POOL_SCOPED) {
+				printf(" peers ");
+				for (int j = 0; j < nr_names; j++)
+					printf("%s%s", j ? "," : "", names[j]);
+				if (!nr_names)
+					printf("none");
+			}
+			printf("\n");
 			continue;
 		}
 		json_open_object(&jw, NULL);
@@ -138,6 +366,13 @@ static int pool_show(int fd)
 		json_pool_flags(&jw, info->flags);
 		json_string(&jw, "kind", kind);
 		json_uint(&jw, "owner_pid", info->owner_pid);
+		/* Only a scoped pool has a list; the others go to every peer. */
+		if (info->flags & RPAGE_POOL_SCOPED) {
+			json_open_array(&jw, "peers");
+			for (int j = 0; j < nr_names; j++)
+				json_string(&jw, NULL, names[j]);
+			json_close_array(&jw);
+		}
 		json_close_object(&jw);
 	}
 	if (opt_json) {
@@ -145,6 +380,7 @@ static int pool_show(int fd)
 		json_finish(&jw);
 	}
 	free(infos);
+	free(peers);
 	return 0;
 }
 
@@ -281,6 +517,7 @@ static int pool_create(int argc, char **argv)
 	char subject[96], max_mb[32], buf[128];
 	const char *words = NULL;
 	uint64_t id, size = 0;
+	const char *peers = NULL;
 	__u32 flags = 0;
 	int fd, ret;
 
@@ -308,14 +545,23 @@ static int pool_create(int argc, char **argv)
 			ret = parse_bytes(subject, "offset", argv[++i], true, &offset);
 			if (ret)
 				return ret;
+		} else if (matches(argv[i], "peers") && i + 1 < argc && !peers) {
+			peers = argv[++i];
 		} else {
 			return usage_error("%s: unexpected argument '%s'", subject,
 					   argv[i]);
 		}
 	}
-	if (path)
-		return pool_create_file(subject, argv[0], id, path, offset, size,
-					flags);
+	/* Announced to no peer until it has its own. */
+	if (peers && strcmp(peers, "all"))
+		flags |= RPAGE_POOL_SCOPED;
+	if (path) {
+		ret = pool_create_file(subject, argv[0], id, path, offset, size,
+				       flags);
+		if (!ret && (flags & RPAGE_POOL_SCOPED))
+			ret = pool_scope_new(argv[0], id, peers);
+		return ret;
+	}
 	if (offset)
 		return usage_error("%s: 'offset' goes with 'file PATH'", subject);
 	if (!size_text)
@@ -330,6 +576,8 @@ static int pool_create(int argc, char **argv)
 		return 1;
 	ret = rpage_pool_create(fd, &pool);
 	close(fd);
+	if (!ret && (flags & RPAGE_POOL_SCOPED))
+		return pool_scope_new(argv[0], id, peers);
 	if (!ret)
 		return 0;
 
@@ -353,30 +601,6 @@ static int pool_create(int argc, char **argv)
 		break;
 	}
 	return fail_cmd(what, argv[0], -ret, words);
-}
-
-/*
- * Why the caller may not destroy pool @id: a user pool belongs to the
- * process that exported it; otherwise the capability is missing.
- */
-static void explain_destroy_eperm(int fd, uint64_t id, char *buf, size_t len)
-{
-	struct rpage_pool_info *infos;
-	void *entries = NULL;
-	int count;
-
-	snprintf(buf, len, "needs CAP_SYS_ADMIN");
-	count = fetch_list(fd, rpage_pool_list, sizeof(*infos), &entries);
-	infos = entries;
-	for (int i = 0; i < count; i++) {
-		if (infos[i].id == id && infos[i].kind == RPAGE_POOL_USER) {
-			snprintf(buf, len,
-				 "exported by process %u: only that process can destroy it",
-				 infos[i].owner_pid);
-			break;
-		}
-	}
-	free(infos);
 }
 
 /* pool destroy ID */
@@ -405,7 +629,7 @@ static int pool_destroy(int argc, char **argv)
 		return 1;
 	ret = rpage_pool_destroy(fd, &pool);
 	if (ret == -EPERM) {
-		explain_destroy_eperm(fd, id, buf, sizeof(buf));
+		explain_pool_eperm(fd, id, buf, sizeof(buf));
 		words = buf;
 	}
 	close(fd);
@@ -416,11 +640,12 @@ static int pool_destroy(int argc, char **argv)
 	return fail_cmd(what, argv[0], -ret, words);
 }
 
-enum { POOL_CREATE, POOL_DESTROY, POOL_SHOW, POOL_HELP };
+enum { POOL_CREATE, POOL_DESTROY, POOL_SHOW, POOL_SET, POOL_HELP };
 
 static const char *const pool_commands[] = {
 	[POOL_CREATE] = "create", [POOL_DESTROY] = "destroy",
-	[POOL_SHOW] = "show", [POOL_HELP] = "help", NULL,
+	[POOL_SHOW] = "show", [POOL_SET] = "set", [POOL_HELP] = "help",
+	NULL,
 };
 
 int cmd_pool(int argc, char **argv)
@@ -437,6 +662,8 @@ int cmd_pool(int argc, char **argv)
 		return 0;
 	case POOL_CREATE:
 		return pool_create(argc - 1, argv + 1);
+	case POOL_SET:
+		return pool_set(argc - 1, argv + 1);
 	case POOL_DESTROY:
 		return pool_destroy(argc - 1, argv + 1);
 	}
