@@ -110,7 +110,7 @@
 #define FZ_USER_TOP	0x00007ffffffff000ULL
 
 #define FZ_ERRNO_MAX	1024
-#define FZ_NR_CMDS	(_RPAGE_POOL_FILE + 1)
+#define FZ_NR_CMDS	(_RPAGE_POOL_GET_PEERS + 1)
 /* Bucket of the counters for command numbers rpage does not have. */
 #define FZ_RANDOM	FZ_NR_CMDS
 #define FZ_REPORT_MAX	50
@@ -321,6 +321,22 @@ static const struct fz_field f_pool_file[] = {
 	FLD(struct rpage_pool_file, reserved, K_RSV, 0),
 };
 
+static const struct fz_field f_pool_set_peers[] = {
+	FLD(struct rpage_pool_peers, id, K_POOL, 0),
+	FLD(struct rpage_pool_peers, peers, K_UADDR, 0),
+	FLD(struct rpage_pool_peers, nr_peers, K_CAP, 0),
+	FLD(struct rpage_pool_peers, flags, K_FLAGS, RPAGE_POOL_PEERS_FLAGS_ALL),
+	FLD(struct rpage_pool_peers, reserved, K_RSV, 0),
+};
+
+static const struct fz_field f_pool_get_peers[] = {
+	FLD(struct rpage_pool_peers, id, K_POOL, 0),
+	FLD(struct rpage_pool_peers, peers, K_UADDR, 0),
+	FLD(struct rpage_pool_peers, nr_peers, K_CAP, 0),
+	FLD(struct rpage_pool_peers, flags, K_FLAGS, 0),
+	FLD(struct rpage_pool_peers, reserved, K_RSV, 0),
+};
+
 struct fz_cmd {
 	const char *name;
 	unsigned long cmd;
@@ -365,6 +381,8 @@ static const struct fz_cmd fz_cmds[FZ_NR_CMDS] = {
 	CMD(_RPAGE_MAP_DEL, MAP_DEL, f_map_del),
 	LIST(_RPAGE_MAP_LIST, MAP_LIST, struct rpage_map_info),
 	CMD(_RPAGE_POOL_FILE, POOL_FILE, f_pool_file),
+	CMD(_RPAGE_POOL_SET_PEERS, POOL_SET_PEERS, f_pool_set_peers),
+	CMD(_RPAGE_POOL_GET_PEERS, POOL_GET_PEERS, f_pool_get_peers),
 };
 
 /* Big enough for any argument structure. */
@@ -386,6 +404,7 @@ union fz_arg {
 	struct rpage_map_add add;
 	struct rpage_map_del del;
 	struct rpage_pool_file file;
+	struct rpage_pool_peers peers;
 	unsigned char bytes[1024];
 };
 
@@ -1063,6 +1082,24 @@ static void fz_build(struct fz_thread *t, unsigned int nr, union fz_arg *a)
 			 (unsigned int)rnd_below(t, FZ_NAMED));
 		a->del.flags = (__u32)(rnd(t) & RPAGE_MAP_DEL_FLAGS_ALL);
 		break;
+	case _RPAGE_POOL_SET_PEERS:
+	case _RPAGE_POOL_GET_PEERS: {
+		/* Ids at the end of the scratch pages: this host, or none. */
+		__u32 *ids = (__u32 *)((char *)t->scratch + FZ_SCRATCH_PAGES * page) - 4;
+
+		a->peers.id = fz_pool_id((unsigned int)rnd(t));
+		a->peers.peers = (uintptr_t)ids;
+		if (nr == _RPAGE_POOL_GET_PEERS) {
+			a->peers.nr_peers = 4;
+			break;
+		}
+		ids[0] = fz.self_id;
+		ids[1] = (__u32)rnd(t);
+		a->peers.nr_peers = (__u32)rnd_below(t, 3);
+		if (!a->peers.nr_peers && chance(t, 50))
+			a->peers.flags = RPAGE_POOL_PEERS_ANY;
+		break;
+	}
 	case _RPAGE_POOL_FILE:
 		a->file.id = fz_pool_id((unsigned int)rnd(t));
 		a->file.fd = chance(t, 80) ? fz.file_fd : fz.file_ro_fd;
@@ -1567,6 +1604,14 @@ static void fz_sanitize(struct fz_thread *t, unsigned int nr, union fz_arg *a)
 	case _RPAGE_MAP_DEL:
 		safe_name(a->del.name, true);
 		break;
+	case _RPAGE_POOL_SET_PEERS:
+	case _RPAGE_POOL_GET_PEERS:
+		/* The fuzzer's own pools only: the others' scopes stay. */
+		safe_pool(&a->peers.id);
+		/* GET writes ids there: never into the fuzzer's own state. */
+		if (nr == _RPAGE_POOL_GET_PEERS)
+			safe_sink(t, &a->peers.peers);
+		break;
 	case _RPAGE_POOL_FILE:
 		safe_pool(&a->file.id);
 		if (a->file.length > FZ_POOL_MAX && a->file.length <= fz.max_pool &&
@@ -1827,6 +1872,17 @@ static const char *fz_invalid(const struct fz_thread *t, unsigned int nr,
 		if (a->file.fd >= 0 && a->file.fd != fz.file_fd &&
 		    a->file.fd != fz.file_ro_fd && !fz_fd_is_regular(a->file.fd))
 			return "not a file of a shared-memory file system";
+		break;
+	case _RPAGE_POOL_SET_PEERS:
+	case _RPAGE_POOL_GET_PEERS:
+		if (!a->peers.id)
+			return "pool id 0";
+		if (nr == _RPAGE_POOL_GET_PEERS)
+			break;
+		if (a->peers.nr_peers > RPAGE_POOL_MAX_PEERS)
+			return "more than RPAGE_POOL_MAX_PEERS peers";
+		if (a->peers.flags & RPAGE_POOL_PEERS_ANY && a->peers.nr_peers)
+			return "peer ids with RPAGE_POOL_PEERS_ANY";
 		break;
 	case _RPAGE_MAP_ADD:
 	case _RPAGE_MAP_DEL:

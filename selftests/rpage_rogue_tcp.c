@@ -52,6 +52,16 @@
  * A connection the reader drops is taken again when it comes back.
  * Prints "flood sent N messages over M connections" and exits 0.
  *
+ *	rpage_rogue_tcp --from SRC --to DST [--port P] --pool ID --forge F
+ *
+ * A peer a pool is not scoped to: pool F must not be in its table (pool
+ * ID, read-only, must), and reads and writes of F under every generation
+ * near ID's (pools' generations are handed out in sequence, so one of
+ * them is F's if F was created next to ID) must all be refused as if F
+ * did not exist (RPAGE_IO_NO_POOL), never a byte read or written. The
+ * exporter counts the one read and one write of F's own generation.
+ * Lines and exit status as for the requests above.
+ *
  *	rpage_rogue_tcp --from SRC --to DST [--port P] --hello
  *
  * One good hello and what the exporter answers: "hello accepted" or
@@ -94,6 +104,9 @@
 static struct sockaddr_storage from, to;
 static socklen_t addr_len;
 static uint64_t pool_id, pool_gen, pool_len;
+/* --forge: the pool this peer must not be told of, and whether it was. */
+static uint64_t forge_id;
+static bool forge_told;
 static unsigned int failures, refused;
 
 static void result(const char *name, const char *fmt, ...)
@@ -273,6 +286,8 @@ static int session(const char *name)
 		}
 		switch (le16toh(add->hdr.type)) {
 		case RPAGE_MSG_POOL_ADD:
+			if (forge_id && le64toh(add->pool_id) == forge_id)
+				forge_told = true;
 			if (le64toh(add->pool_id) != pool_id)
 				break;
 			/* No regions over TCP: nothing but the pool itself. */
@@ -1063,6 +1078,56 @@ static int strangers(unsigned int n, unsigned int seconds)
 }
 
 /* A numeric address, IPv6 with an optional %INTERFACE, and @port. */
+/* Generations either side of the known pool's that --forge tries. */
+#define FORGE_SPAN	8
+
+/* --forge: see the top of the file. */
+static int forge(void)
+{
+	static uint8_t page[PAGE], out[PAGE];
+	struct rpage_msg_io req;
+	int fd, ret, bad_reads = 0, bad_writes = 0;
+	uint64_t gen;
+
+	fd = session("forge: table");
+	if (fd < 0)
+		return 1;
+	if (forge_told)
+		result("forge: table", "pool %llu was announced to this peer",
+		       (unsigned long long)forge_id);
+	else
+		result("forge: table", NULL);
+	memset(page, 0xa5, sizeof(page));
+	for (gen = pool_gen - FORGE_SPAN; gen != pool_gen + FORGE_SPAN + 1; gen++) {
+		req = io_frame(RPAGE_MSG_READ_REQ, 1, forge_id, gen, 0, PAGE);
+		ret = ask(fd, &req, NULL, 0, out, sizeof(out));
+		if (ret != RPAGE_IO_NO_POOL) {
+			printf("# read of pool %llu generation %llu answered %d\n",
+			       (unsigned long long)forge_id,
+			       (unsigned long long)gen, ret);
+			bad_reads++;
+			if (ret < 0)
+				break;
+		}
+		req = io_frame(RPAGE_MSG_WRITE_REQ, 2, forge_id, gen, 0, PAGE);
+		ret = ask(fd, &req, page, sizeof(page), NULL, 0);
+		if (ret != RPAGE_IO_NO_POOL) {
+			printf("# write of pool %llu generation %llu answered %d\n",
+			       (unsigned long long)forge_id,
+			       (unsigned long long)gen, ret);
+			bad_writes++;
+			if (ret < 0)
+				break;
+		}
+	}
+	close(fd);
+	result("forge: reads refused", bad_reads ? "%d answered" : NULL,
+	       bad_reads);
+	result("forge: writes refused", bad_writes ? "%d answered" : NULL,
+	       bad_writes);
+	return failures ? 1 : 0;
+}
+
 static int parse_addr(const char *text, int port, struct sockaddr_storage *ss)
 {
 	struct addrinfo hints = {
@@ -1151,6 +1216,8 @@ int main(int argc, char **argv)
 			listen_addr = argv[i + 1];
 		else if (!strcmp(argv[i], "--flood"))
 			flood_s = atoi(argv[i + 1]);
+		else if (!strcmp(argv[i], "--forge"))
+			forge_id = strtoull(argv[i + 1], NULL, 0);
 	}
 	/* Whatever the exporter does, the rogue ends: its test then fails. */
 	alarm(RUN_LIMIT_S + flood_s + seconds);
@@ -1158,7 +1225,7 @@ int main(int argc, char **argv)
 		return flood(listen_addr, port, flood_s);
 	if (!src || !dst ||
 	    (!pool_id && !nr_strangers && !destroy_id && !hello_only)) {
-		fprintf(stderr, "usage: %s --from SRC --to DST [--port P] { --pool ID | --strangers N --seconds S | --destroy ID | --hello }\n"
+		fprintf(stderr, "usage: %s --from SRC --to DST [--port P] { --pool ID [--forge F] | --strangers N --seconds S | --destroy ID | --hello }\n"
 			"       %s --listen ADDR [--port P] --flood S\n",
 			argv[0], argv[0]);
 		return 2;
@@ -1177,6 +1244,8 @@ int main(int argc, char **argv)
 		return strangers(nr_strangers, seconds);
 	if (destroy_id)
 		return destroys(destroy_id);
+	if (forge_id)
+		return forge();
 	requests();
 	bad_frames();
 	hellos();

@@ -394,6 +394,51 @@ test_guard_forced_map_del_races_faults() {
 	"$GUARD_FAULT" del-race tcp 2 8M 1000
 }
 
+# Pools scoped to some peers (issue 25 item 11), over TCP. Pool 44 is
+# scoped to "tcp" alone: the rogue, a peer too, is not told of it, and
+# its reads and writes of it under every generation near that of pool
+# 43 (created just before) are refused as if it did not exist, and the
+# one read and one write of its own generation counted. Let in, the
+# rogue is told of it (and then not of 43, scoped to "tcp"). "tcp"
+# taken out loses it before `pool set` returns, and its reads of it
+# fail; let in again, the bytes are as written.
+test_guard_pool_scoped_to_peers() {
+	local out=/tmp/forge.out rc t0 took
+	"$RPAGECTL" pool create 43 size 1M || return
+	"$RPAGECTL" pool create 44 size 1M writable peers tcp || return
+	"$RPAGECTL" peer add rogue addr "$GUARD_ROGUE_ADDR" transport tcp || return
+	wait_until 30 remote_pool_listed tcp 44 || fail "pool 44 not listed on tcp" || return
+	"$RPAGECTL" pool show
+	"$GUARD_PATTERN" write tcp 44 0 1M --seed 9 || fail "write 44" || return
+	"$GUARD_ROGUE" --from "$GUARD_ROGUE_ADDR" --to "$GUARD_ADDR" \
+		--port "$GUARD_PORT" --pool 43 --forge 44 > "$out" 2>&1
+	rc=$?
+	cat "$out"
+	expect_eq "$rc" 0 "the rogue was refused pool 44 in every way"
+	expect_eq "$(peer_field rogue refused_access)" 2 "the rogue's refused accesses"
+	"$RPAGECTL" pool set 44 peers tcp,rogue || fail "let the rogue in" || return
+	"$RPAGECTL" pool set 43 peers tcp || fail "scope 43 to tcp" || return
+	"$GUARD_ROGUE" --from "$GUARD_ROGUE_ADDR" --to "$GUARD_ADDR" \
+		--port "$GUARD_PORT" --pool 44 --forge 43 > "$out" 2>&1
+	rc=$?
+	cat "$out"
+	expect_eq "$rc" 0 "the rogue was told of 44 and not of 43"
+	t0=${EPOCHREALTIME/./}
+	"$RPAGECTL" pool set 44 peers rogue || fail "take tcp out" || return
+	took=$(( (${EPOCHREALTIME/./} - t0) / 1000 ))
+	echo "tcp taken out in $took ms"
+	[ "$took" -lt $((2500 * RPAGE_SLOW)) ] ||
+		fail "the withdrawal was not acknowledged: $took ms"
+	! remote_pool_listed tcp 44 || fail "taken out, still listed on tcp"
+	"$RPAGECTL" read tcp 44 0 4K file /tmp/scoped 2> /dev/null &&
+		fail "a read of a pool taken out succeeded"
+	"$RPAGECTL" peer del rogue || return
+	"$RPAGECTL" pool set 44 peers all || fail "every peer again" || return
+	wait_until 30 remote_pool_listed tcp 44 || fail "let in again, not listed" || return
+	"$GUARD_PATTERN" read tcp 44 0 1M --seed 9 || fail "bytes of 44 changed"
+	"$RPAGECTL" pool destroy 43 && "$RPAGECTL" pool destroy 44
+}
+
 test_guard_teardown() {
 	"$RPAGECTL" peer del tcp || fail "peer del tcp" || return
 	"$RPAGECTL" pool destroy 2 || fail "pool destroy 2" || return
@@ -412,6 +457,7 @@ run_test ipv6_scope_and_mapped_ipv4 test_guard_ipv6_scope_and_mapped_ipv4
 run_test stale_node_opens_nothing test_guard_stale_node_opens_nothing
 run_test large_mapping_walks_yield test_guard_large_mapping_walks_yield
 run_test forced_map_del_races_faults test_guard_forced_map_del_races_faults
+run_test pool_scoped_to_peers test_guard_pool_scoped_to_peers
 run_test guard_teardown test_guard_teardown
 tap_end
 rpage_loaded && rpage_unload

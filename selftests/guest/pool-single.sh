@@ -619,6 +619,43 @@ rxe_up
 RXE_BARE=$(rdma resource show rxe0 | sed 's/^[0-9]*: rxe0: //')
 
 tap_begin pool-single
+# A pool scoped to no peer is announced to none ("self" is told of pool
+# 8, created after it, and not of it), nor registered for any; let in,
+# "self" is told of it and reads and writes it over RDMA, in its own
+# protection domain; taken out, it is withdrawn before `pool set`
+# returns (the reader acknowledged it: well within io_timeout_ms) and
+# reads of it fail; let in again, its bytes are as they were written.
+test_pool_scoped_over_rdma() {
+	local t0 took
+	"$RPAGECTL" pool create 7 size 4M writable peers none || fail "create 7" || return
+	"$RPAGECTL" pool create 8 size 1M || fail "create 8" || return
+	wait_until 30 remote_pool_listed self 8 || fail "pool 8 not listed" || return
+	"$RPAGECTL" pool show
+	"$RPAGECTL" -j pool show | jq -e '.[] | select(.id == 7) |
+		.peers == [] and (.flags | index("scoped"))' > /dev/null ||
+		fail "pool show: 7 not shown scoped to none"
+	! remote_pool_listed self 7 || fail "scoped to none, yet announced" || return
+	"$RPAGECTL" pool set 7 peers self || fail "pool set 7 peers self" || return
+	wait_until 30 remote_pool_listed self 7 || fail "let in, not listed" || return
+	"$RPAGECTL" -j pool show | jq -e '.[] | select(.id == 7) | .peers == ["self"]' \
+		> /dev/null || fail "pool show: 7 not scoped to self"
+	"$PATTERN" write self 7 0 4M --seed 3 || fail "write 7" || return
+	"$PATTERN" read self 7 0 4M --seed 3 || fail "read 7" || return
+	t0=${EPOCHREALTIME/./}
+	"$RPAGECTL" pool set 7 peers none || fail "pool set 7 peers none" || return
+	took=$(( (${EPOCHREALTIME/./} - t0) / 1000 ))
+	echo "taken out in $took ms"
+	[ "$took" -lt $((2500 * RPAGE_SLOW)) ] ||
+		fail "the withdrawal was not acknowledged: $took ms" || return
+	! remote_pool_listed self 7 || fail "taken out, still listed" || return
+	"$RPAGECTL" read self 7 0 4K file /tmp/scoped 2> /dev/null &&
+		fail "read of a pool taken out succeeded"
+	"$RPAGECTL" pool set 7 peers all || fail "pool set 7 peers all" || return
+	wait_until 30 remote_pool_listed self 7 || fail "let in again, not listed" || return
+	"$PATTERN" read self 7 0 4M --seed 3 || fail "bytes of 7 changed"
+	"$RPAGECTL" pool destroy 7 && "$RPAGECTL" pool destroy 8
+}
+
 run_test pools_created_and_announced test_setup
 run_test kernel_pool_reads_as_zeros test_kernel_pool_reads_zeros
 run_test rpagectl_write_then_read_back test_rpagectl_write_read_back
@@ -626,6 +663,7 @@ run_test librpage_vectors_carry_the_pattern test_librpage_vectors_pattern
 run_test stats_count_reads_with_a_latency_histogram test_stats_count_reads
 run_test process_export_read_and_written test_user_pool_export
 run_test killed_exporter_takes_its_pool_along test_exporter_killed
+run_test pool_scoped_over_rdma test_pool_scoped_over_rdma
 tap_end
 
 RPAGE_TEST_PEER=self run_kselftest pool "$SELFTESTS/rpage_pool_test"
