@@ -1581,10 +1581,12 @@ long rpage_ioctl_pool_set_peers(struct rpage_file *rfile, void __user *argp)
 
 		was = rpage_scope_has(old, in->c.peer->id);
 		now = rpage_scope_has(scope, in->c.peer->id);
-		if (!was && now)
+		if (!was && now) {
 			rpage_chan_queue(in, RPAGE_CHAN_ADD, pool, 0);
-		else if (was && !now)
-			swap(chans[nr_out++], chans[i]);
+		} else if (was && !now) {
+			chans[i] = chans[nr_out];
+			chans[nr_out++] = in;
+		}
 	}
 	if (nr_out)
 		rpage_pool_withdraw_from(pool, &w, chans, nr_out);
