@@ -29,6 +29,16 @@
  *                    posted: every SEND to it is refused, not ready,
  *                    forever) and holds on for SECS seconds or until
  *                    the host gives up on it
+ *   keys ADDR PORT POOL
+ *                    connects to the reader's own endpoint as a reader
+ *                    would, takes its pool table, and if the host told
+ *                    it of POOL, keeps the address and key of its first
+ *                    region and RDMA READs a page with them
+ *   reuse ADDR PORT  the same, then READs a page with the address and
+ *                    key kept, whether the host told it of the pool
+ *                    this time or not: a pool scoped away from us, or
+ *                    scoped to another peer, must not be readable with
+ *                    them (the READ fails with a remote access error)
  *   quit
  *
  * and answers each with one line on standard output, for shell tests:
@@ -38,6 +48,8 @@
  *   readd sent 51234
  *   acks table 2 sent 1500 qps-accepted 7 qps-rejected 33 dels 1
  *   deaf closed-after-ms 3012
+ *   keys told 1 read ok
+ *   reuse told 0 read failed remote access error
  *
  * Exit status: 0 after quit or end of input, 1 on an error.
  */
@@ -120,6 +132,11 @@ struct rogue {
 	uint64_t table_gens[64];
 	unsigned int table_len;
 	bool table_synced;
+	/* cmd_keys: the pool, whether we were told of it, its first region. */
+	uint64_t key_pool;
+	bool key_told;
+	uint64_t key_iova;
+	uint32_t key_rkey;
 	int timeout_ms;
 	struct sockaddr_storage addr;
 };
@@ -279,6 +296,14 @@ static void handle_msg(struct rogue *r, struct conn *c, const uint8_t *buf,
 		    r->table_len < sizeof(r->table_ids) / sizeof(r->table_ids[0])) {
 			r->table_ids[r->table_len] = le64toh(add->pool_id);
 			r->table_gens[r->table_len++] = le64toh(add->generation);
+		}
+		if (c->outbound && r->key_pool &&
+		    le64toh(add->pool_id) == r->key_pool && !add->first_mr &&
+		    le32toh(add->count) &&
+		    len >= sizeof(*add) + sizeof(add->mrs[0])) {
+			r->key_told = true;
+			r->key_iova = le64toh(add->mrs[0].iova);
+			r->key_rkey = le32toh(add->mrs[0].rkey);
 		}
 		break;
 	case RPAGE_MSG_POOL_SYNC:
@@ -994,6 +1019,118 @@ out:
 	return ret;
 }
 
+/* The READ's work request id: no receive slot has it. */
+#define READ_WR_ID	UINT64_MAX
+
+/*
+ * RDMA READs one page at @iova with @rkey on @c into the send buffer,
+ * taking the control messages that arrive meanwhile. Returns the READ's
+ * completion status, or -1 if it never completed.
+ */
+static int read_page(struct rogue *r, struct conn *c, uint64_t iova,
+		     uint32_t rkey)
+{
+	struct ibv_sge sge = {
+		.addr = (uintptr_t)send_buf(r),
+		.length = PAGE,
+		.lkey = r->bufs_mr->lkey,
+	};
+	struct ibv_send_wr wr = {
+		.wr_id = READ_WR_ID,
+		.sg_list = &sge,
+		.num_sge = 1,
+		.opcode = IBV_WR_RDMA_READ,
+		.send_flags = IBV_SEND_SIGNALED,
+		.wr.rdma = { .remote_addr = iova, .rkey = rkey },
+	};
+	int64_t deadline = now_us() + (int64_t)r->timeout_ms * 1000;
+	struct ibv_send_wr *bad;
+	struct ibv_wc wc;
+	int n;
+
+	if (ibv_post_send(c->id->qp, &wr, &bad)) {
+		fail("ibv_post_send: %s", strerror(errno));
+		return -1;
+	}
+	while (now_us() < deadline) {
+		n = ibv_poll_cq(c->cq, 1, &wc);
+		if (n < 0)
+			return -1;
+		if (!n) {
+			usleep(100);
+			continue;
+		}
+		if (wc.wr_id == READ_WR_ID)
+			return wc.status;
+		/* A receive: flushed once the READ broke the queue pair. */
+		if (wc.status == IBV_WC_SUCCESS) {
+			handle_msg(r, c, recv_buf(r, wc.wr_id), wc.byte_len);
+			post_recv(r, c, wc.wr_id);
+		}
+	}
+	fail("the READ did not complete in %d ms", r->timeout_ms);
+	return -1;
+}
+
+/*
+ * cmd_keys (@reuse false) and cmd_reuse: as a reader of the host under
+ * test, take its pool table, and READ a page of pool @pool with the
+ * first region's address and key: those it was told now (keys), or those
+ * kept from the last keys (reuse).
+ */
+static int cmd_keys(struct rogue *r, const char *addr, const char *port,
+		    uint64_t pool, bool reuse)
+{
+	struct sockaddr_storage dst = { 0 };
+	uint64_t iova = r->key_iova;
+	uint32_t rkey = r->key_rkey;
+	const char *what = reuse ? "reuse" : "keys";
+	struct conn *c;
+	int ret = -1, status = -2;
+
+	if (resolve_addr(addr, port, &dst))
+		return -1;
+	if (reuse && !r->key_pool) {
+		fail("reuse: no keys kept (keys first)");
+		return -1;
+	}
+	r->key_pool = pool;
+	r->key_told = false;
+	r->table_len = 0;
+	r->table_synced = false;
+	c = conn_new(r);
+	if (!c || out_connect(r, c, &dst, 0, 1)) {
+		fail("connecting to %s port %s as a reader", addr, port);
+		goto out;
+	}
+	if (!pump_until(r, table_synced, 0)) {
+		fail("no pool table from %s", addr);
+		goto out;
+	}
+	if (!reuse) {
+		iova = r->key_iova;
+		rkey = r->key_rkey;
+	}
+	if (reuse || r->key_told)
+		status = read_page(r, c, iova, rkey);
+	printf("%s told %d read %s%s\n", what, r->key_told,
+	       status == -2 ? "none" : status == IBV_WC_SUCCESS ? "ok" : "failed ",
+	       status == -2 || status == IBV_WC_SUCCESS ? "" :
+	       status < 0 ? "no completion" :
+	       ibv_wc_status_str((enum ibv_wc_status)status));
+	ret = 0;
+out:
+	if (c && c->id) {
+		if (c->established && !c->closed)
+			rdma_disconnect(c->id);
+		conn_free(r, c);
+	}
+	/* What reuse reads: the keys of the last keys, told or not since. */
+	if (!reuse && !r->key_told)
+		r->key_pool = 0;
+	return ret;
+}
+
 static int run_command(struct rogue *r, char *line)
 {
 	char *argv[6] = { 0 };
@@ -1017,6 +1154,11 @@ static int run_command(struct rogue *r, char *line)
 				strtoul(argv[2], NULL, 0));
 	else if (!strcmp(argv[0], "deaf") && argc == 4)
 		ret = cmd_deaf(r, argv[1], argv[2], strtoul(argv[3], NULL, 0));
+	else if (!strcmp(argv[0], "keys") && argc == 4)
+		ret = cmd_keys(r, argv[1], argv[2], strtoull(argv[3], NULL, 0),
+			       false);
+	else if (!strcmp(argv[0], "reuse") && argc == 3)
+		ret = cmd_keys(r, argv[1], argv[2], r->key_pool, true);
 	else if (!strcmp(argv[0], "acks") && argc == 5)
 		ret = cmd_acks(r, argv[1], argv[2], strtoul(argv[3], NULL, 0),
 			       strtoul(argv[4], NULL, 0));

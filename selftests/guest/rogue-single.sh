@@ -219,6 +219,33 @@ test_rogue_deaf_reader_holds_up_nobody() {
 	return "$ret"
 }
 
+# Pools scoped to peers, over RDMA (issue 25 item 11): the rogue, as a
+# reader of this host, is told of pool 50 (scoped to it) and reads a
+# page with the key it was sent. Pool 50 is then scoped to self alone,
+# and self reads it: the pool stays registered on rxe0, for self. The
+# rogue, back as a reader, is not told of it, and its READ with the key
+# it kept fails with a remote access error: its queue pairs are in a
+# protection domain of their own, where the pool is registered no more.
+# Self still reads it, and reads its own pool 1 right.
+test_rogue_scoped_pool_keys_useless() {
+	local line
+	"$RPAGECTL" pool create 50 size 1M peers rogue || fail "pool create 50" || return
+	line=$(rogue_cmd "keys $RPAGE_IP 7471 50" "keys told" 60) || return
+	echo "$line"
+	expect_eq "$line" "keys told 1 read ok" "the rogue, in scope, read with its key" || return
+	! remote_pool_listed self 50 || fail "pool 50 listed on self, not in its scope" || return
+	"$RPAGECTL" pool set 50 peers self || fail "pool set 50 peers self" || return
+	wait_until 30 remote_pool_listed self 50 || fail "pool 50 not listed on self" || return
+	"$RPAGECTL" read self 50 0 1M file /tmp/rogue-50 || fail "self reads pool 50" || return
+	line=$(rogue_cmd "reuse $RPAGE_IP 7471" "reuse told" 60) || return
+	echo "$line"
+	expect_eq "$line" "reuse told 0 read failed remote access error" \
+		"the rogue, out of scope, read with the key it kept" || return
+	"$RPAGECTL" read self 50 0 1M file /tmp/rogue-50 || fail "self reads pool 50 after" || return
+	self_pool_reads_right || fail "self's pool 1 after" || return
+	"$RPAGECTL" pool destroy 50
+}
+
 test_rogue_teardown() {
 	local rc
 	peer_is self connected || fail "self not connected" || return
@@ -244,6 +271,7 @@ run_test rogue_pool_flood_bounded_by_limits test_rogue_pool_flood_bounded
 run_test rogue_pool_announced_again_and_again_while_faulting test_rogue_readd_while_faulting
 run_test rogue_reader_unasked_acks_and_qps_past_limit test_rogue_reader_acks_and_qps
 run_test rogue_deaf_reader_holds_up_nobody test_rogue_deaf_reader_holds_up_nobody
+run_test rogue_scoped_pool_keys_useless test_rogue_scoped_pool_keys_useless
 run_test rogue_teardown_leaves_nothing test_rogue_teardown
 tap_end
 if [ -n "$ROGUE_PID" ]; then
