@@ -151,7 +151,28 @@ job_took() {
 	job_times+=("$1: ${took}s of its ${3}s watchdog")
 }
 
+# The test points that took longest, over every guest of the run (each
+# test point's TAP stream says how long it took: "# took N ms").
+slowest_tests() {
+	local f k
+	for k in "${kernels[@]}"; do
+		printf '%s\n' "$VM_DIR/$k"/*/out/tap/*.tap "$VM_DIR/$k"/*/[ab]/out/tap/*.tap
+	done | while read -r f; do
+		[ -f "$f" ] || continue
+		awk -v where="${f#"$VM_DIR"/}" '
+			/^# took [0-9]+ ms$/ { ms = $3; next }
+			/^(not )?ok [0-9]+ / && ms != "" {
+				name = $0; sub(/^(not )?ok [0-9]+ /, "", name)
+				print ms, where, name; ms = ""
+			}' "$f"
+	done | sort -rn | head -n 15
+}
+
 finish() {
+	if [ ${#kernels[@]} -gt 0 ]; then
+		echo "# the slowest test points (ms, stream, test):"
+		slowest_tests | sed 's/^/#   /'
+	fi
 	if [ ${#recap[@]} -gt 0 ]; then
 		echo "# what failed, again (details above):"
 		printf '%s\n' "${recap[@]}" | head -n 120

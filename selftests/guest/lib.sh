@@ -112,16 +112,19 @@ run_test_unwatch() {
 # it failed (fail()), whatever the command did after that; it is skipped
 # only if it said so (skip()).
 run_test() {
-	local name=$1 log rc
+	local name=$1 log rc t0
 	shift
 	tap_count=$((tap_count + 1))
 	TEST_FAILED=0
 	TEST_SKIPPED=0
 	log=$(mktemp)
+	t0=${EPOCHREALTIME/./}
 	run_test_watch "$name" "$log"
 	"$@" > "$log" 2>&1
 	rc=$?
 	run_test_unwatch "$log"
+	# How long each test point takes: where a job's time goes.
+	echo "took $(( (${EPOCHREALTIME/./} - t0) / 1000 )) ms" >> "$log"
 	sed 's/^/# /' "$log" | tee -a "$tap_file"
 	rm -f "$log"
 	if [ "$TEST_FAILED" -ne 0 ]; then
