@@ -43,6 +43,9 @@ api-reserved-ignored|rpage-main.c|s/if (arg.reserved0 .. memchr_inv(arg.reserved
 pool-destroy-no-wait|rpage-pool.c|s/^\tsynchronize_srcu(\&rpage_pool_srcu);$/\t;/|guard-single.sh:destroy_ends
 fault-not-counted|rpage-fault.c|s/^\trpage_fault_count(map, RPAGE_FC_FAULTS, 1);$/\t;/|pool-single.sh:^map$
 acks-unbounded|rpage-rpool.c|s/peer->nr_acks < RPAGE_ACKS_MAX)/peer->nr_acks < RPAGE_ACKS_MAX * 1000)/|guard-single.sh:flooding
+scope-not-checked|rpage-pool.c|s/if (rpage_scope_has(srcu_dereference(pool->scope,$/if (1 + 0 * rpage_scope_has(srcu_dereference(pool->scope,/|guard-single.sh:pool_scoped
+pd-shared-by-peers|rpage-ibdev.c|s/if (ppd->peer_id == peer_id) {/if (ppd) {/|rogue-single.sh:scoped_pool_keys
+scope-keeps-regions|rpage-pool.c|s/if (!rpage_scope_has(rpage_pool_scope(pool), reg->ppd->peer_id))/if (0)/|rogue-single.sh:scoped_pool_keys
 '
 
 mutation_field() {

@@ -1081,12 +1081,37 @@ static int strangers(unsigned int n, unsigned int seconds)
 /* Generations either side of the known pool's that --forge tries. */
 #define FORGE_SPAN	8
 
+/*
+ * One forged request of pool --forge's @gen: a read, or a write of
+ * @page. False (said) if it was answered other than as a pool that does
+ * not exist; *@broken if the connection can no longer be followed.
+ */
+static bool forge_one(int fd, bool write, uint64_t gen, const uint8_t *page,
+		      bool *broken)
+{
+	static uint8_t out[PAGE];
+	struct rpage_msg_io req;
+	int ret;
+
+	req = io_frame(write ? RPAGE_MSG_WRITE_REQ : RPAGE_MSG_READ_REQ,
+		       write ? 2 : 1, forge_id, gen, 0, PAGE);
+	ret = write ? ask(fd, &req, page, PAGE, NULL, 0) :
+		      ask(fd, &req, NULL, 0, out, sizeof(out));
+	if (ret == RPAGE_IO_NO_POOL)
+		return true;
+	printf("# %s of pool %llu generation %llu answered %d\n",
+	       write ? "write" : "read", (unsigned long long)forge_id,
+	       (unsigned long long)gen, ret);
+	*broken = ret < 0;
+	return false;
+}
+
 /* --forge: see the top of the file. */
 static int forge(void)
 {
-	static uint8_t page[PAGE], out[PAGE];
-	struct rpage_msg_io req;
-	int fd, ret, bad_reads = 0, bad_writes = 0;
+	static uint8_t page[PAGE];
+	int fd, bad_reads = 0, bad_writes = 0;
+	bool broken = false;
 	uint64_t gen;
 
 	fd = session("forge: table");
@@ -1098,27 +1123,12 @@ static int forge(void)
 	else
 		result("forge: table", NULL);
 	memset(page, 0xa5, sizeof(page));
-	for (gen = pool_gen - FORGE_SPAN; gen != pool_gen + FORGE_SPAN + 1; gen++) {
-		req = io_frame(RPAGE_MSG_READ_REQ, 1, forge_id, gen, 0, PAGE);
-		ret = ask(fd, &req, NULL, 0, out, sizeof(out));
-		if (ret != RPAGE_IO_NO_POOL) {
-			printf("# read of pool %llu generation %llu answered %d\n",
-			       (unsigned long long)forge_id,
-			       (unsigned long long)gen, ret);
+	for (gen = pool_gen - FORGE_SPAN;
+	     gen != pool_gen + FORGE_SPAN + 1 && !broken; gen++) {
+		if (!forge_one(fd, false, gen, page, &broken))
 			bad_reads++;
-			if (ret < 0)
-				break;
-		}
-		req = io_frame(RPAGE_MSG_WRITE_REQ, 2, forge_id, gen, 0, PAGE);
-		ret = ask(fd, &req, page, sizeof(page), NULL, 0);
-		if (ret != RPAGE_IO_NO_POOL) {
-			printf("# write of pool %llu generation %llu answered %d\n",
-			       (unsigned long long)forge_id,
-			       (unsigned long long)gen, ret);
+		if (!broken && !forge_one(fd, true, gen, page, &broken))
 			bad_writes++;
-			if (ret < 0)
-				break;
-		}
 	}
 	close(fd);
 	result("forge: reads refused", bad_reads ? "%d answered" : NULL,
