@@ -455,7 +455,9 @@ TEST_F(pool, file_pool_rejects_bad_arguments)
 
 	EXPECT_EQ(-EINVAL, file_pool(self->fd, 0, mem, 0, 1, 0));
 	EXPECT_EQ(-EINVAL, file_pool(self->fd, POOL_A, mem, 0, 0, 0));
-	EXPECT_EQ(-EINVAL, file_pool(self->fd, POOL_A, mem, 0, 1, 0x2));
+	/* The lowest flag the module does not know. */
+	EXPECT_EQ(-EINVAL, file_pool(self->fd, POOL_A, mem, 0, 1,
+				     (RPAGE_POOL_FLAGS_ALL + 1) & ~RPAGE_POOL_FLAGS_ALL));
 	pf = (struct rpage_pool_file) { .id = POOL_A, .fd = mem, .offset = 8,
 					.length = page };
 	EXPECT_EQ(-EINVAL, rpage_pool_file(self->fd, &pf));
