@@ -174,11 +174,14 @@ guard_loop_connect_ms() {
 
 # An exporter (rpage_rogue_tcp --flood) that floods this host, its
 # reader, with withdrawals of pools it never had and heartbeats, for
-# 35 s, never reading what it is sent: the slab grows by less than
+# 35 s, never reading what it is sent: the acknowledgments past 256
+# waiting are dropped, counted and logged, the slab grows by less than
 # 1 MiB, and a peer added meanwhile connects as quickly as ever: within
 # a second more than one added before the flood.
 test_guard_tcp_flooding_exporter_bounded() {
 	local out=/tmp/flood.out pid base kb max=0 took before late="" start
+	local mark dropped
+	mark=$(dmesg_mark)
 	before=$(guard_loop_connect_ms early) || fail "a loop peer did not connect" || return
 	echo "a peer added before the flood connected after $before ms"
 	base=$(guard_slab_kb)
@@ -202,8 +205,15 @@ test_guard_tcp_flooding_exporter_bounded() {
 	wait "$pid"
 	cat "$out"
 	"$RPAGECTL" peer show flood
+	# What bounds it: past 256 acknowledgments waiting, each is dropped
+	# and counted (refused_msgs), and the log says so.
+	dropped=$(peer_field flood refused_msgs)
 	"$RPAGECTL" peer del flood
-	echo "unreclaimable slab grew by at most $max KiB"
+	echo "unreclaimable slab grew by at most $max KiB; $dropped messages refused"
+	[ "${dropped:-0}" -gt 0 ] ||
+		fail "no acknowledgment dropped: the flood was not bounded by the queue's limit" || return
+	dmesg_since "$mark" | grep -q "peer flood: 256 acknowledgments unsent, it reads none: dropped" ||
+		fail "the dropped acknowledgments are not in the log" || return
 	[ -n "$late" ] || fail "the flood ended before the late peer was added" || return
 	[ "$took" -le $(( (before + 1000) * RPAGE_SLOW)) ] ||
 		fail "the late peer took $took ms to connect, $before ms before the flood" || return
