@@ -70,8 +70,10 @@ void rpage_ibdev_unuse(struct rpage_ibdev *dev)
 }
 
 /**
- * rpage_pd_get - the protection domain of peer @peer_id's queue pairs on
- *	@dev, allocated at its first use
+ * rpage_pd_get - the protection domain of a peer's queue pairs on a device,
+ *	allocated at its first use
+ * @dev: the device.
+ * @peer_id: the peer's id.
  *
  * Called by whoever holds a use of @dev (a queue pair being created, a
  * registration being made); the domain is freed with its last
