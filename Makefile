@@ -9,6 +9,7 @@
 #   make check                every test, in QEMU guests (README.md)
 #   make check-debug          the guests' tests on a KASAN, lockdep and
 #                             kmemleak kernel built here (once, cached)
+#   make check-debug-quick    a part of them, for every change to kmod/
 #   make demo                 the two-host demo, in QEMU guests: a VM
 #                             moved from host A to host B without its RAM
 #   make demo-faults          host B faulting in host A's pool
@@ -61,7 +62,8 @@ TCP_PEERS := rpage_rogue_tcp
 TEST_BINS := $(addprefix $(O_USER)/selftests/,$(TEST_PROGS) $(RDMA_PEERS) \
 	$(TCP_PEERS) $(TEST_TOOLS))
 
-.PHONY: all module user selftests check check-debug demo demo-faults bench \
+.PHONY: all module user selftests check check-debug check-debug-quick demo \
+	demo-faults bench \
 	install clean checkpatch sparse deps
 
 all: module user
@@ -174,6 +176,14 @@ check-debug:
 	RPAGE_KERNELS=$$kver RPAGE_SKIP_DEPS=1 \
 	RPAGE_VM_TIMEOUT=$${RPAGE_VM_TIMEOUT:-5400} \
 	RPAGE_RUN_BUDGET=$${RPAGE_RUN_BUDGET:-10800} ./selftests/run.sh
+
+# The quick part of the debug tier: one guest of the tests a change to
+# kmod/ touches most (selftests/run.sh, QUICK_PARTS), under 40 minutes.
+check-debug-quick:
+	kver=$$(./scripts/build-debug-kernel.sh) && \
+	RPAGE_KERNELS=$$kver RPAGE_SKIP_DEPS=1 RPAGE_QUICK=1 \
+	RPAGE_VM_TIMEOUT=$${RPAGE_VM_TIMEOUT:-2700} \
+	RPAGE_RUN_BUDGET=$${RPAGE_RUN_BUDGET:-3000} ./selftests/run.sh
 
 demo:
 	./selftests/vm/demo.sh

@@ -57,27 +57,6 @@ mutation_field() {
 	echo "$1" | cut -d'|' -f"$2"
 }
 
-# part_only PART REGEX OUT: a copy of guest part PART keeping, of its test
-# points and kselftest streams, those REGEX matches and its setup and
-# teardown.
-part_only() {
-	awk -v keep="$2" '
-	/^run_test / {
-		if ($2 ~ keep || $2 ~ /setup|teardown/ || $3 ~ /setup|teardown/) print
-		next
-	}
-	# The parts a job sources, and its end: only PART runs.
-	/^\. .*selftests\/guest\/[a-z-]+\.sh"$/ && !/\/lib\.sh"$/ { next }
-	/^exit 0$/ { next }
-	/run_kselftest / {
-		for (i = 1; i < NF; i++)
-			if ($i == "run_kselftest") name = $(i + 1)
-		if (name ~ keep) print
-		next
-	}
-	{ print }' "selftests/guest/$1" > "$3"
-}
-
 # mutation_build NAME FILE SED DIR KVER: rpage.ko with the mutation, in DIR.
 mutation_build() {
 	local name=$1 file=$2 sed=$3 dir=$4 kver=$5 changed
@@ -107,7 +86,7 @@ mutation_run() {
 	} > "$job"
 	for spec in "$@"; do
 		part=${spec%%:*}
-		part_only "$part" "${spec#*:}" "$dir/$part"
+		vm_part_only "$part" "${spec#*:}" "$dir/$part"
 		echo ". $dir/$part" >> "$job"
 	done
 	echo 'exit 0' >> "$job"

@@ -11,7 +11,8 @@
 #
 # Environment: RPAGE_KERNELS, RPAGE_VM_ACCEL, RPAGE_VM_TIMEOUT (see
 # selftests/vm/lib.sh); RPAGE_SKIP_DEPS=1 skips the package install;
-# RPAGE_RUN_BUDGET, the seconds the whole run may take (4800).
+# RPAGE_RUN_BUDGET, the seconds the whole run may take (4800);
+# RPAGE_QUICK=1, the quick job alone (see QUICK_PARTS).
 set -u
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -183,6 +184,53 @@ finish() {
 }
 trap 'report FAIL "the run was stopped after $(( $(date +%s) - start ))s"; finish; exit 1' TERM INT
 
+# The quick job (RPAGE_QUICK=1, make check-debug-quick): what a change
+# to kmod/ runs on the debug kernel before its stop, in one guest and
+# well under 40 minutes there, in place of the four jobs: connections,
+# pools over the three transports (scoped ones too), faults through
+# named mappings and the loop, the hostile peers and the fuzzer, each
+# part cut to its core. PART:TESTS a line, as selftests/mutate.sh takes
+# them (TESTS: the test points and kselftest streams kept, besides each
+# part's setup and teardown).
+QUICK_PARTS='
+conn-single.sh:.
+pool-single.sh:^pools_created|^kernel_pool|^rpagectl_write|^pool_scoped|^loop_peer_added|^loop_and_rdma|^tcp_peer_and|^tcp_and_rdma|^tcp_rogue_reader|^pool_destroyed|^peer_deleted_while|^loop_peer_deleted|^tcp_peer_deleted|^unload_with|^pool$|^map-loop$
+named-single.sh:kvm_fault|map_add_makes|processes_share
+rogue-single.sh:.
+guard-single.sh:^pool_scoped|^tcp_destroy_ends
+fuzz-single.sh:.
+'
+# The fuzzer's calls in the quick job: a fifth of the full run's.
+QUICK_ENV='RPAGE_FUZZ_CALLS=20000 RPAGE_FUZZ_LOOP_CALLS=10000'
+
+# run_quick KVER UDP_PORT: the quick job on KVER, judged.
+run_quick() {
+	local kver=$1 run=$VM_DIR/$1/quick parts=$VM_DIR/$1/quick-parts
+	local spec part job streams t0 tmo
+	rm -rf "$parts"
+	mkdir -p "$parts"
+	job=$parts/job.sh
+	{
+		echo '. "$RPAGE_REPO/selftests/guest/lib.sh"'
+		echo "export $QUICK_ENV"
+		echo 'rxe_up || echo "rxe setup failed"'
+	} > "$job"
+	while read -r spec; do
+		[ -n "$spec" ] || continue
+		part=${spec%%:*}
+		vm_part_only "$part" "${spec#*:}" "$parts/$part"
+		echo ". $parts/$part" >> "$job"
+	done <<< "$QUICK_PARTS"
+	echo 'exit 0' >> "$job"
+	streams=$(vm_part_streams "$parts"/*.sh | tr '\n' ' ')
+	t0=$(date +%s)
+	tmo=$(job_timeout "$kver quick" "${RPAGE_VM_TIMEOUT:-2700}") || return
+	vm_boot "$kver" "$run" "${job#"$RPAGE_REPO"/}" --smp 2 --mem 2048 \
+		--udp "$2:$(($2 + 1))" --timeout "$tmo"
+	job_took "$kver quick" "$t0" "$tmo"
+	judge_guest "$kver quick" "$run" "$streams"
+}
+
 # --- guests, kernel by kernel -----------------------------------------
 port_base=$((30000 + ($$ % 1000) * 20))
 for kver in "${kernels[@]}"; do
@@ -195,6 +243,11 @@ for kver in "${kernels[@]}"; do
 	fi
 	accel=$(vm_accel "$kver")
 	echo "# [$kver] accelerator: $accel"
+
+	if [ "${RPAGE_QUICK:-0}" = 1 ]; then
+		run_quick "$kver" "$port_base"
+		continue
+	fi
 
 	# One guest, rxe loopback. Its job takes about 14 minutes under TCG
 	# here: the default watchdog (15) leaves too little for a slower day.

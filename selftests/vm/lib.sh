@@ -81,6 +81,39 @@ vm_module_sources() {
 	      "$RPAGE_REPO/include" "$1/"
 }
 
+# vm_part_only PART REGEX OUT: a copy of guest part PART (of
+# selftests/guest/) keeping, of its test points and kselftest streams,
+# those REGEX matches and its setup and teardown; the parts it sources
+# and its end are left out, so that only PART runs (selftests/mutate.sh,
+# make check-debug-quick).
+vm_part_only() {
+	awk -v keep="$2" '
+	/^run_test / {
+		if ($2 ~ keep || $2 ~ /setup|teardown/ || $3 ~ /setup|teardown/) print
+		next
+	}
+	/^\. .*selftests\/guest\/[a-z-]+\.sh"$/ && !/\/lib\.sh"$/ { next }
+	/^exit 0$/ { next }
+	/run_kselftest / {
+		for (i = 1; i < NF; i++)
+			if ($i == "run_kselftest") name = $(i + 1)
+		if (name ~ keep) print
+		next
+	}
+	{ print }' "$RPAGE_REPO/selftests/guest/$1" > "$3"
+}
+
+# vm_part_streams FILE...: the TAP streams the given part files write
+# (tap_begin NAME, run_kselftest NAME), one a line.
+vm_part_streams() {
+	awk '
+	/^tap_begin / { print $2 }
+	/run_kselftest / {
+		for (i = 1; i < NF; i++)
+			if ($i == "run_kselftest") print $(i + 1)
+	}' "$@"
+}
+
 # vm_kbuild DIR KVER LOG [MAKE ARGS...]: the modules of the tree in DIR,
 # built against KVER, make's output added to LOG.
 vm_kbuild() {
