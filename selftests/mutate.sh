@@ -48,7 +48,7 @@ pd-shared-by-peers|rpage-ibdev.c|s/if (ppd->peer_id == peer_id) {/if (ppd) {/|ro
 scope-keeps-regions|rpage-pool.c|s/if (!rpage_scope_has(rpage_pool_scope(pool), reg->ppd->peer_id))/if (0)/|rogue-single.sh:scoped_pool_keys
 refused-access-not-counted|rpage-pool.c|s/^\t\tatomic64_inc(\&peer->refused_access);$/\t\t;/|guard-single.sh:pool_scoped
 table-not-scoped|rpage-pool.c|s/^\t\t\tif (!rpage_pool_announced_to(pool, chans\[i\]->c.peer))$/\t\t\tif (0)/|guard-single.sh:pool_scoped
-publish-not-scoped|rpage-pool.c|/A reader still being synced gets it/,/rpage_pool_told/s/^\tn = rpage_pool_told(pool, chans, n);$/\t;/|pool-single.sh:pool_scoped
+publish-not-scoped|rpage-pool.c|/A reader still being synced gets it/,/rpage_pool_told/s/^\tn = rpage_pool_told(pool, chans, n);$/\t;/|guard-single.sh:pool_scoped
 scope-out-not-withdrawn|rpage-pool.c|s/^\t\t} else if (was \&\& !now) {$/\t\t} else if (0) {/|guard-single.sh:pool_scoped
 get-peers-none|rpage-pool.c|s/^\t\tnr = scope->nr;$/\t\tnr = 0;/|pool-single.sh:pool_scoped
 '

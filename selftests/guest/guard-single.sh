@@ -405,7 +405,9 @@ test_guard_forced_map_del_races_faults() {
 }
 
 # Pools scoped to some peers (issue 25 item 11), over TCP. Pool 44 is
-# scoped to "tcp" alone: the rogue, a peer too, is not told of it, and
+# scoped to "tcp" alone, and pool 45, created while "tcp" is connected,
+# to the rogue alone: "tcp" is not told of 45. The rogue is not told of
+# 44, and
 # its reads and writes of it under every generation near that of pool
 # 43 (created just before) are refused as if it did not exist, and the
 # one read and one write of its own generation counted. Let in, the
@@ -418,6 +420,13 @@ test_guard_pool_scoped_to_peers() {
 	"$RPAGECTL" pool create 44 size 1M writable peers tcp || return
 	"$RPAGECTL" peer add rogue addr "$GUARD_ROGUE_ADDR" transport tcp || return
 	wait_until 30 remote_pool_listed tcp 44 || fail "pool 44 not listed on tcp" || return
+	# Created while "tcp" has its table: a pool scoped to another peer
+	# is not announced to it (45), one for every peer is (46, after it).
+	"$RPAGECTL" pool create 45 size 1M peers rogue || return
+	"$RPAGECTL" pool create 46 size 1M || return
+	wait_until 30 remote_pool_listed tcp 46 || fail "pool 46 not listed on tcp" || return
+	! remote_pool_listed tcp 45 || fail "pool 45, scoped to the rogue, announced to tcp" || return
+	"$RPAGECTL" pool destroy 45 && "$RPAGECTL" pool destroy 46 || return
 	"$RPAGECTL" pool show
 	"$GUARD_PATTERN" write tcp 44 0 1M --seed 9 || fail "write 44" || return
 	"$GUARD_ROGUE" --from "$GUARD_ROGUE_ADDR" --to "$GUARD_ADDR" \
