@@ -26,7 +26,7 @@ cd "$RPAGE_REPO" || exit 1
 # points run as well.
 MUTATIONS='
 tcp-no-bounds|rpage-tcp-xfer.c|s/if (offset >= length .. bytes > length - offset)$/if (0)/|pool-single.sh:^tcp_peer_and|^tcp_rogue_reader
-pool-any-generation|rpage-pool.c|s/if (pool->id == id \&\& pool->generation == generation)/if (pool->id == id)/|pool-single.sh:^tcp_peer_and|^tcp_rogue_reader
+pool-any-generation|rpage-pool.c|s/if (pool->id != id .. pool->generation != generation)$/if (pool->id != id)/|pool-single.sh:^tcp_peer_and|^tcp_rogue_reader
 rpool-no-length-check|rpage-rpool.c|s/length > rpool->length - offset) {/length > rpool->length - offset \&\& 0) {/|pool-single.sh:^pool$
 tcp-wrong-page|rpage-tcp-xfer.c|s/page = rpage_pool_page(pool, offset + ((u64)i << PAGE_SHIFT));/page = rpage_pool_page(pool, offset + ((u64)(i ^ 1) << PAGE_SHIFT));/|pool-single.sh:^tcp_peer_and|^tcp_and_rdma
 fault-nowait-waits|rpage-fault.c|s/^\tif (fc->vmf->flags \& FAULT_FLAG_RETRY_NOWAIT) {$/\tif (0) {/|named-single.sh:kvm_fault
