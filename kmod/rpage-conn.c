@@ -160,6 +160,18 @@ u32 rpage_hello_check(const void *data, u8 len, struct rpage_hello *hello)
 }
 
 /*
+ * Drops @conn's protection domain, its queue pair gone: a peer's domain
+ * goes with its last user, before the device use they hold does.
+ */
+static void rpage_conn_put_pd(struct rpage_conn *conn)
+{
+	if (conn->ppd)
+		rpage_pd_put(conn->ppd);
+	conn->ppd = NULL;
+	conn->pd = NULL;
+}
+
+/*
  * Creates the completion queues and queue pair of @conn on the device of
  * @cm_id. Runs in an rdma_cm callback (route resolved, or connect
  * request).
@@ -243,10 +255,7 @@ int rpage_conn_create_qp(struct rpage_conn *conn, struct rdma_cm_id *cm_id)
 	return 0;
 
 err_pd:
-	if (conn->ppd)
-		rpage_pd_put(conn->ppd);
-	conn->ppd = NULL;
-	conn->pd = NULL;
+	rpage_conn_put_pd(conn);
 err_cq:
 	if (conn->recv_cq != conn->cq)
 		ib_free_cq(conn->recv_cq);
@@ -385,11 +394,7 @@ static void rpage_conn_free_rest(struct rpage_conn *conn)
 	}
 	if (conn->dev) {
 		rpage_conn_free_recvs(conn);
-		/* Its queue pair is gone: the domain may go before the device. */
-		if (conn->ppd)
-			rpage_pd_put(conn->ppd);
-		conn->ppd = NULL;
-		conn->pd = NULL;
+		rpage_conn_put_pd(conn);
 		rpage_ibdev_unuse(conn->dev);
 		conn->dev = NULL;
 	}

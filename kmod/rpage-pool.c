@@ -51,6 +51,7 @@
 #include <linux/sched.h>
 #include <linux/magic.h>
 #include <linux/shmem_fs.h>
+#include <linux/bsearch.h>
 #include <linux/slab.h>
 #include <linux/sort.h>
 #include <linux/srcu.h>
@@ -83,12 +84,12 @@ struct rpage_pool_reg {
 
 /**
  * struct rpage_pool_scope - the peers a scoped pool is announced to
- * @rcu: frees it once no access section may see it.
  * @nr: how many, possibly none.
  * @ids: their ids, sorted.
+ *
+ * Freed once no access section may see it (synchronize_srcu()).
  */
 struct rpage_pool_scope {
-	struct rcu_head rcu;
 	u32 nr;
 	u32 ids[];
 };
@@ -305,25 +306,18 @@ static int rpage_pool_reg_map(struct rpage_pool *pool,
 	return 0;
 }
 
+static int rpage_u32_cmp(const void *a, const void *b)
+{
+	u32 x = *(const u32 *)a, y = *(const u32 *)b;
+
+	return x < y ? -1 : x > y;
+}
+
 /* Whether @scope (NULL: every peer) has peer @id. */
 static bool rpage_scope_has(const struct rpage_pool_scope *scope, u32 id)
 {
-	u32 lo = 0, hi;
-
-	if (!scope)
-		return true;
-	hi = scope->nr;
-	while (lo < hi) {
-		u32 mid = lo + (hi - lo) / 2;
-
-		if (scope->ids[mid] == id)
-			return true;
-		if (scope->ids[mid] < id)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return false;
+	return !scope ||
+	       bsearch(&id, scope->ids, scope->nr, sizeof(id), rpage_u32_cmp);
 }
 
 /* Whether @pool is announced to @peer: under rpage_pools_lock. */
@@ -1047,8 +1041,7 @@ static struct rpage_pool *rpage_pool_alloc(u64 id, u64 length, u32 flags,
 							GFP_KERNEL);
 
 		if (!none) {
-			kvfree(pool->pages);
-			kfree(pool);
+			rpage_pool_free_struct(pool);
 			return NULL;
 		}
 		RCU_INIT_POINTER(pool->scope, none);
@@ -1477,13 +1470,6 @@ void rpage_pools_device_removed(struct rpage_ibdev *dev)
 void rpage_pools_peer_removed(u32 peer_id)
 {
 	rpage_pools_drop_regs(NULL, peer_id);
-}
-
-static int rpage_u32_cmp(const void *a, const void *b)
-{
-	u32 x = *(const u32 *)a, y = *(const u32 *)b;
-
-	return x < y ? -1 : x > y;
 }
 
 /*
