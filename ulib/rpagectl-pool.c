@@ -107,6 +107,14 @@ static void pool_usage(void)
 	     "         and served to (all by default)");
 }
 
+/* The pool ID a `pool` command takes first, in *@id; or 2, said. */
+static int pool_id_arg(const char *what, int argc, char **argv, uint64_t *id)
+{
+	if (argc < 1)
+		return usage_error("%s: missing ID", what);
+	return parse_pool_id(what, argv[0], id);
+}
+
 /*
  * The ids of the peers named in @text (NAME[,NAME...], "none" or "all")
  * in @pp: its @peers (malloc'd into *@ids), @nr_peers and @flags.
@@ -246,9 +254,7 @@ static int pool_set(int argc, char **argv)
 	uint64_t id;
 	int fd, ret;
 
-	if (argc < 1)
-		return usage_error("%s: missing ID", what);
-	ret = parse_pool_id(what, argv[0], &id);
+	ret = pool_id_arg(what, argc, argv, &id);
 	if (ret)
 		return ret;
 	for (int i = 1; i < argc; i++) {
@@ -521,9 +527,7 @@ static int pool_create(int argc, char **argv)
 	__u32 flags = 0;
 	int fd, ret;
 
-	if (argc < 1)
-		return usage_error("%s: missing ID", what);
-	ret = parse_pool_id(what, argv[0], &id);
+	ret = pool_id_arg(what, argc, argv, &id);
 	if (ret)
 		return ret;
 	snprintf(subject, sizeof(subject), "%s %s", what, argv[0]);
@@ -613,12 +617,10 @@ static int pool_destroy(int argc, char **argv)
 	uint64_t id;
 	int fd, ret;
 
-	if (argc < 1)
-		return usage_error("%s: missing ID", what);
 	if (argc > 1)
 		return usage_error("%s %s: unexpected argument '%s'", what,
 				   argv[0], argv[1]);
-	ret = parse_pool_id(what, argv[0], &id);
+	ret = pool_id_arg(what, argc, argv, &id);
 	if (ret)
 		return ret;
 	memset(&pool, 0, sizeof(pool));
