@@ -286,6 +286,61 @@ TEST_F(pool, destroy_unknown_or_bad_is_refused)
 	EXPECT_EQ(1, find_pool(self->fd, POOL_A, NULL));
 }
 
+/* RPAGE_IOC_POOL_SET_PEERS and _GET_PEERS: every refusal, nothing changed. */
+TEST_F(pool, peers_reject_bad_arguments)
+{
+	__u32 ids[RPAGE_POOL_MAX_PEERS + 1] = { 0 };
+	struct rpage_pool_peers arg;
+
+	NEED_PEER();
+	ASSERT_EQ(0, create_pool(self->fd, POOL_A, page, RPAGE_POOL_SCOPED));
+	ids[0] = self->peer_id;
+	ids[1] = self->peer_id;
+	arg = (struct rpage_pool_peers) { .id = POOL_A, .peers = (uintptr_t)ids };
+	arg.nr_peers = 2;
+	EXPECT_EQ(-EINVAL, rpage_pool_set_peers(self->fd, &arg));	/* twice */
+	arg.nr_peers = RPAGE_POOL_MAX_PEERS + 1;
+	EXPECT_EQ(-EINVAL, rpage_pool_set_peers(self->fd, &arg));
+	arg.nr_peers = 1;
+	arg.flags = RPAGE_POOL_PEERS_ANY;
+	EXPECT_EQ(-EINVAL, rpage_pool_set_peers(self->fd, &arg));	/* ids too */
+	arg.flags = RPAGE_POOL_PEERS_FLAGS_ALL + 1;
+	EXPECT_EQ(-EINVAL, rpage_pool_set_peers(self->fd, &arg));
+	arg.flags = 0;
+	arg.reserved[3] = 1;
+	EXPECT_EQ(-EINVAL, rpage_pool_set_peers(self->fd, &arg));
+	arg.reserved[3] = 0;
+	ids[0] = PEER_ID_NONE;
+	EXPECT_EQ(-ENOENT, rpage_pool_set_peers(self->fd, &arg));	/* no peer */
+	ids[0] = self->peer_id;
+	arg.id = POOL_NONE;
+	EXPECT_EQ(-ENOENT, rpage_pool_set_peers(self->fd, &arg));
+	arg.id = POOL_A;
+	arg.peers = 1;		/* not readable */
+	EXPECT_EQ(-EFAULT, rpage_pool_set_peers(self->fd, &arg));
+
+	/* Nothing of it changed the scope: none. */
+	arg = (struct rpage_pool_peers) { .id = POOL_A, .peers = (uintptr_t)ids,
+					  .nr_peers = 4 };
+	ASSERT_EQ(0, rpage_pool_get_peers(self->fd, &arg));
+	EXPECT_EQ(0, arg.nr_peers);
+	arg.flags = 1;
+	EXPECT_EQ(-EINVAL, rpage_pool_get_peers(self->fd, &arg));
+	arg.flags = 0;
+	arg.id = POOL_NONE;
+	EXPECT_EQ(-ENOENT, rpage_pool_get_peers(self->fd, &arg));
+
+	/* And a good one, read back. */
+	arg = (struct rpage_pool_peers) { .id = POOL_A, .peers = (uintptr_t)ids,
+					  .nr_peers = 1 };
+	ASSERT_EQ(0, rpage_pool_set_peers(self->fd, &arg));
+	ids[0] = 0;
+	arg.nr_peers = 4;
+	ASSERT_EQ(0, rpage_pool_get_peers(self->fd, &arg));
+	EXPECT_EQ(1, arg.nr_peers);
+	EXPECT_EQ(self->peer_id, ids[0]);
+}
+
 TEST_F(pool, lists_reject_bad_arguments)
 {
 	static const struct {
