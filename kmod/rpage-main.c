@@ -595,10 +595,14 @@ static int __init rpage_init(void)
 	while (!rpage_node_id)
 		rpage_node_id = get_random_u64();
 
-	rpage_pools_init();
+	ret = rpage_pools_init();
+	if (ret)
+		return ret;
 	rpage_wq = alloc_workqueue("rpage", WQ_MEM_RECLAIM, 0);
-	if (!rpage_wq)
-		return -ENOMEM;
+	if (!rpage_wq) {
+		ret = -ENOMEM;
+		goto err_pools;
+	}
 	ret = rpage_fault_init();
 	if (ret)
 		goto err_wq;
@@ -629,6 +633,8 @@ err_fault:
 	rpage_fault_exit();
 err_wq:
 	destroy_workqueue(rpage_wq);
+err_pools:
+	rpage_pools_exit();
 	return ret;
 }
 

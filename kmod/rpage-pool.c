@@ -29,6 +29,14 @@
  * its readers still hold. Such an access finds a pool without taking a
  * lock (a hash table read under the section).
  *
+ * A pool of a file follows it the way a shared mapping of the file
+ * would, were the pool's pages mapped: the file's pages are held, and a
+ * truncate or hole punch that takes any of them out of the file
+ * withdraws the pool (as RPAGE_IOC_POOL_DESTROY would) before the
+ * truncating call returns, so that no peer reads or writes a page the
+ * file no longer has (an fsnotify mark on the file's inode tells us, in
+ * the truncating task: rpage_pool_file_event()).
+ *
  * rpage_pools_lock guards the list of pools and orders what each reader
  * is told: the table, additions and withdrawals are queued for each
  * reader under it (struct rpage_chan_msg), and each reader's own work
@@ -44,6 +52,7 @@
 #include "rpage-pri.h"
 
 #include <linux/fcntl.h>
+#include <linux/fsnotify_backend.h>
 #include <linux/hashtable.h>
 #include <linux/hugetlb.h>
 #include <linux/mm.h>
@@ -107,8 +116,11 @@ struct rpage_pool_scope {
  * @kind: RPAGE_POOL_KERNEL or RPAGE_POOL_USER.
  * @owner: the file a user pool was exported through.
  * @owner_pid: the process that exported a user pool.
- * @file: a writable file pool's file, held: counted as a writable mapping
- *	of it while exported, so that it cannot be sealed against writes.
+ * @file: a file pool's file, held (the file system stays mounted, the
+ *	inode in memory); a writable pool's counts as a writable mapping of
+ *	it while exported, so that it cannot be sealed against writes.
+ * @watch: a file pool's fsnotify mark on its file's inode, referenced;
+ *	the mark's event handler compares it, never dereferences it.
  * @pages: the memory, @nr_pages pages; released when the pool is
  *	destroyed (rpage_pool_finish()), not with the last reference.
  * @nr_pages: how many.
@@ -133,6 +145,7 @@ struct rpage_pool {
 	struct rpage_file *owner;
 	pid_t owner_pid;
 	struct file *file;
+	struct fsnotify_mark *watch;
 	struct page **pages;
 	unsigned long nr_pages;
 	struct list_head regs;
@@ -176,6 +189,9 @@ struct rpage_withdrawal {
 	unsigned int pending;
 	struct completion done;
 };
+
+/* The group of every file pool's mark; see rpage_pools_init(). */
+static struct fsnotify_group *rpage_file_group;
 
 static LIST_HEAD(rpage_withdrawals);
 /* Protects rpage_withdrawals; taken in receive completions. */
@@ -722,6 +738,19 @@ void rpage_pools_barrier(void)
 	mutex_unlock(&rpage_pools_lock);
 }
 
+/*
+ * Takes the mark of file pool @pool off its file, before the pages go:
+ * an event of the file after this finds no pool of it.
+ */
+static void rpage_pool_unwatch(struct rpage_pool *pool)
+{
+	if (!pool->watch)
+		return;
+	fsnotify_destroy_mark(pool->watch, rpage_file_group);
+	fsnotify_put_mark(pool->watch);
+	pool->watch = NULL;
+}
+
 /* Frees, unpins or lets go of the pages of @pool (what it holds of them). */
 static void rpage_pool_free_pages(struct rpage_pool *pool)
 {
@@ -731,6 +760,7 @@ static void rpage_pool_free_pages(struct rpage_pool *pool)
 		unpin_user_pages_dirty_lock(pool->pages, pool->nr_pages,
 					    pool->flags & RPAGE_POOL_WRITABLE);
 	} else if (pool->kind == RPAGE_POOL_FILE) {
+		rpage_pool_unwatch(pool);
 		/* Peers' writes are the file's: keep them when it is written out. */
 		for (i = 0; i < pool->nr_pages && pool->pages[i]; i++) {
 			if (pool->flags & RPAGE_POOL_WRITABLE)
@@ -738,7 +768,8 @@ static void rpage_pool_free_pages(struct rpage_pool *pool)
 			put_page(pool->pages[i]);
 		}
 		if (pool->file) {
-			mapping_unmap_writable(pool->file->f_mapping);
+			if (pool->flags & RPAGE_POOL_WRITABLE)
+				mapping_unmap_writable(pool->file->f_mapping);
 			fput(pool->file);
 			pool->file = NULL;
 		}
@@ -1200,7 +1231,7 @@ static unsigned int rpage_file_seals(struct file *file, unsigned long magic)
  * a file sealed with F_SEAL_WRITE is refused (-EPERM), and so is one
  * sealed with F_SEAL_FUTURE_WRITE, which refuses new writable mappings;
  * F_SEAL_WRITE cannot be added while the pool lives (fcntl() says
- * EBUSY). The pool holds the file for the count.
+ * EBUSY). Counted until the pool lets go of the file.
  */
 static int rpage_pool_file_writable(struct rpage_pool *pool, struct file *file,
 				    unsigned long magic)
@@ -1214,7 +1245,105 @@ static int rpage_pool_file_writable(struct rpage_pool *pool, struct file *file,
 		mapping_unmap_writable(file->f_mapping);
 		return -EPERM;
 	}
+	return 0;
+}
+
+/*
+ * Whether every page of file pool @pool is still its file's: a page
+ * truncated or punched out of the file has left its mapping (held by the
+ * pool, it is not written to swap or migrated, which would move it
+ * too). Under rpage_pools_lock, the pool listed: its pages stay.
+ */
+static bool rpage_pool_file_intact(const struct rpage_pool *pool,
+				   const struct address_space *mapping)
+{
+	unsigned long i;
+
+	lockdep_assert_held(&rpage_pools_lock);
+	for (i = 0; i < pool->nr_pages; i++) {
+		if (READ_ONCE(page_folio(pool->pages[i])->mapping) != mapping)
+			return false;
+		if (!(i % 4096))
+			cond_resched();
+	}
+	return true;
+}
+
+/*
+ * The file of @watch was modified: if that took pages out of it, its
+ * pool is withdrawn from every peer, here, before the call that took
+ * them returns. Also called once a pool is published, for what happened
+ * while it was being made. Each event checks every page of the pool (a
+ * write(2) to the file is an event too; a VMM's guest RAM is written
+ * through its mapping, which makes none). True if it withdrew the pool.
+ */
+static bool rpage_pool_file_check(struct fsnotify_mark *watch)
+{
+	struct rpage_withdrawal w;
+	struct rpage_pool *pool;
+	bool found = false;
+
+	mutex_lock(&rpage_pools_lock);
+	list_for_each_entry(pool, &rpage_pools, entry) {
+		if (pool->watch == watch) {
+			found = !rpage_pool_file_intact(pool,
+							pool->file->f_mapping);
+			break;
+		}
+	}
+	if (found)
+		rpage_pool_unlink(pool, &w);
+	mutex_unlock(&rpage_pools_lock);
+	if (!found)
+		return false;
+	pr_warn("pool %llu: its file was truncated or punched under it: withdrawn from every peer\n",
+		pool->id);
+	rpage_pool_finish(pool, &w);
+	return true;
+}
+
+static int rpage_pool_file_event(struct fsnotify_mark *mark, u32 mask,
+				 struct inode *inode, struct inode *dir,
+				 const struct qstr *name, u32 cookie)
+{
+	rpage_pool_file_check(mark);
+	return 0;
+}
+
+/* Once no event handler may see it: the pool let go of it before. */
+static void rpage_pool_watch_free(struct fsnotify_mark *mark)
+{
+	kfree(mark);
+}
+
+static const struct fsnotify_ops rpage_file_fsnotify_ops = {
+	.handle_inode_event = rpage_pool_file_event,
+	.free_mark = rpage_pool_watch_free,
+};
+
+/*
+ * Holds @file for @pool and puts a mark on its inode: the file's
+ * truncates, hole punches and writes (FS_MODIFY) are then checked
+ * against the pool. The pool's reference on the mark keeps it in memory
+ * even if fsnotify takes it off the inode first.
+ */
+static int rpage_pool_watch_file(struct rpage_pool *pool, struct file *file)
+{
+	struct fsnotify_mark *watch;
+	int ret;
+
+	watch = kzalloc(sizeof(*watch), GFP_KERNEL);
+	if (!watch)
+		return -ENOMEM;
+	fsnotify_init_mark(watch, rpage_file_group);
+	watch->mask = FS_MODIFY;
+	ret = fsnotify_add_inode_mark(watch, file_inode(file), 0);
+	if (ret) {
+		fsnotify_put_mark(watch);
+		return ret;
+	}
 	pool->file = get_file(file);
+	pool->watch = watch;
 	return 0;
 }
 
@@ -1267,6 +1396,13 @@ long rpage_ioctl_pool_file(struct rpage_file *rfile, void __user *argp)
 			goto out;
 		}
 	}
+	/* Watched first: what the file loses from here on is seen. */
+	ret = rpage_pool_watch_file(pool, file);
+	if (ret) {
+		if (arg.flags & RPAGE_POOL_WRITABLE)
+			mapping_unmap_writable(file->f_mapping);
+		goto free;
+	}
 	if (magic == HUGETLBFS_MAGIC)
 		ret = rpage_pool_hugetlb_pages(pool, file, arg.offset);
 	else
@@ -1274,7 +1410,13 @@ long rpage_ioctl_pool_file(struct rpage_file *rfile, void __user *argp)
 	if (!ret)
 		ret = rpage_pool_publish(pool, NULL);
 	if (ret)
-		rpage_pool_free_memory(pool);
+		goto free;
+	/* Events before it was listed found no pool to withdraw. */
+	if (rpage_pool_file_check(pool->watch))
+		ret = -EBUSY;
+	goto out;
+free:
+	rpage_pool_free_memory(pool);
 out:
 	fput(file);
 	return ret;
@@ -1638,9 +1780,13 @@ unlock:
 	return ret;
 }
 
-void rpage_pools_init(void)
+int rpage_pools_init(void)
 {
 	atomic64_set(&rpage_pool_generation, get_random_u64());
+	/* Several pools may be of one file: a mark each. */
+	rpage_file_group = fsnotify_alloc_group(&rpage_file_fsnotify_ops,
+						FSNOTIFY_GROUP_DUPS);
+	return PTR_ERR_OR_ZERO(rpage_file_group);
 }
 
 /* Module unload: every file is closed, so only kernel pools are left. */
@@ -1649,4 +1795,7 @@ void rpage_pools_exit(void)
 	cancel_work_sync(&rpage_pools_sync_work);
 	while (rpage_pools_destroy_first(&rpage_pools, false))
 		;
+	fsnotify_put_group(rpage_file_group);
+	/* Marks are freed by a work of fsnotify's, with this module's code. */
+	fsnotify_wait_marks_destroyed();
 }

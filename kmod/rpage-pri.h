@@ -891,7 +891,7 @@ bool rpage_pool_writable(const struct rpage_pool *pool);
 void rpage_pools_device_removed(struct rpage_ibdev *dev);
 void rpage_pools_peer_removed(u32 peer_id);
 void rpage_pools_file_release(struct rpage_file *rfile);
-void rpage_pools_init(void);
+int rpage_pools_init(void);
 void rpage_pools_exit(void);
 long rpage_ioctl_pool_create(struct rpage_file *rfile, void __user *argp);
 long rpage_ioctl_pool_export(struct rpage_file *rfile, void __user *argp);

@@ -51,6 +51,8 @@ table-not-scoped|rpage-pool.c|s/^\t\t\tif (!rpage_pool_announced_to(pool, chans\
 publish-not-scoped|rpage-pool.c|/A reader still being synced gets it/,/rpage_pool_told/s/^\tn = rpage_pool_told(pool, chans, n);$/\t;/|guard-single.sh:pool_scoped
 scope-out-not-withdrawn|rpage-pool.c|s/^\t\t} else if (was \&\& !now) {$/\t\t} else if (0) {/|guard-single.sh:pool_scoped
 get-peers-none|rpage-pool.c|s/^\t\tnr = scope->nr;$/\t\tnr = 0;/|pool-single.sh:pool_scoped
+file-pool-unwatched|rpage-pool.c|s/^\twatch->mask = FS_MODIFY;$/\twatch->mask = 0;/|guard-single.sh:file_pool_follows
+file-pool-always-intact|rpage-pool.c|s/->mapping) != mapping)$/->mapping) != mapping \&\& 0)/|pool-single.sh:file_pool_follows
 '
 
 mutation_field() {

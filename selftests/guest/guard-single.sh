@@ -458,6 +458,10 @@ test_guard_pool_scoped_to_peers() {
 	"$RPAGECTL" pool destroy 43 && "$RPAGECTL" pool destroy 44
 }
 
+test_guard_file_pool_follows_its_file() {
+	file_pool_follows_its_file tcp
+}
+
 test_guard_teardown() {
 	"$RPAGECTL" peer del tcp || fail "peer del tcp" || return
 	"$RPAGECTL" pool destroy 2 || fail "pool destroy 2" || return
@@ -477,6 +481,7 @@ run_test stale_node_opens_nothing test_guard_stale_node_opens_nothing
 run_test large_mapping_walks_yield test_guard_large_mapping_walks_yield
 run_test forced_map_del_races_faults test_guard_forced_map_del_races_faults
 run_test pool_scoped_to_peers test_guard_pool_scoped_to_peers
+run_test file_pool_follows_its_file test_guard_file_pool_follows_its_file
 run_test guard_teardown test_guard_teardown
 tap_end
 rpage_loaded && rpage_unload

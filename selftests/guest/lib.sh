@@ -369,6 +369,63 @@ remote_pool_listed() {
 		jq -e --arg p "$1" --argjson id "$2" 'any(.[]; .peer == $p and .id == $id)' > /dev/null
 }
 
+# file_pool_follows_its_file PEER: pools of a 1 MiB file on tmpfs follow
+# it as a shared mapping of it would. A write to the file and a growth
+# of it leave them be (PEER reads the write); a hole punched in one's
+# range, or a truncate into it, withdraws that pool before fallocate or
+# truncate returns: PEER cannot read a byte the file no longer has, the
+# log says why, and a pool of the file's range that lost nothing stays.
+file_pool_follows_its_file() {
+	local peer=$1 f=/dev/shm/rpage-follow how mark ret=0
+	for how in punch truncate; do
+		head -c 1M /dev/zero | tr '\0' '\021' > "$f"
+		"$RPAGECTL" pool create 63 file "$f" size 512K writable &&
+			"$RPAGECTL" pool create 64 file "$f" offset 768K size 256K ||
+			fail "pool create file" || return
+		wait_until 30 remote_pool_listed "$peer" 63 &&
+			wait_until 30 remote_pool_listed "$peer" 64 ||
+			fail "the file's pools not listed on $peer" || return
+		head -c 4K /dev/zero | tr '\0' '\042' |
+			dd of="$f" bs=4K seek=1 conv=notrunc status=none
+		truncate -s 2M "$f"
+		"$RPAGECTL" read "$peer" 63 4K 4K file /tmp/follow.written ||
+			fail "a write to the file, or its growth, took the pool away" || return
+		head -c 4K /dev/zero | tr '\0' '\042' | cmp -s - /tmp/follow.written ||
+			fail "$peer did not read the page the file's user wrote" || return
+		mark=$(dmesg_mark)
+		case $how in
+		punch) fallocate -p -o 256K -l 4K "$f" ;;
+		truncate) truncate -s 384K "$f" ;;
+		esac
+		# At once: withdrawn before the call returned.
+		if "$RPAGECTL" -j pool show | jq -e '.[] | select(.id == 63)' > /dev/null; then
+			fail "$how: the pool of the range is still there"
+			ret=1
+		fi
+		if "$RPAGECTL" read "$peer" 63 256K 4K file /tmp/follow.read 2> /dev/null; then
+			fail "$how: $peer read a page the file no longer has: $(od -An -tx1 /tmp/follow.read | head -1)"
+			ret=1
+		fi
+		dmesg_since "$mark" | grep -q "pool 63: its file was truncated or punched under it" ||
+			{ fail "$how: the log does not say why the pool went"; ret=1; }
+		case $how in
+		punch)
+			"$RPAGECTL" read "$peer" 64 0 4K file /tmp/follow.read ||
+				{ fail "a punch outside its range took pool 64 away"; ret=1; }
+			;;
+		truncate)
+			"$RPAGECTL" -j pool show | jq -e '.[] | select(.id == 64)' > /dev/null &&
+				{ fail "a truncate below pool 64 left it"; ret=1; }
+			;;
+		esac
+		"$RPAGECTL" pool destroy 63 2> /dev/null
+		"$RPAGECTL" pool destroy 64 2> /dev/null
+		[ "$ret" = 0 ] || break
+	done
+	rm -f "$f"
+	return "$ret"
+}
+
 # loop_peer_add NAME POOL: adds NAME, this host as its own peer over the
 # loop transport, and waits until this host's pool POOL is listed
 # through it.

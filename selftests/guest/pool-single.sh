@@ -664,6 +664,7 @@ run_test stats_count_reads_with_a_latency_histogram test_stats_count_reads
 run_test process_export_read_and_written test_user_pool_export
 run_test killed_exporter_takes_its_pool_along test_exporter_killed
 run_test pool_scoped_over_rdma test_pool_scoped_over_rdma
+run_test file_pool_follows_its_file_over_rdma file_pool_follows_its_file self
 tap_end
 
 RPAGE_TEST_PEER=self run_kselftest pool "$SELFTESTS/rpage_pool_test"

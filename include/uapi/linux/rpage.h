@@ -403,8 +403,10 @@ struct rpage_pool_export {
  * @reserved: must be zero.
  *
  * The pages are held while exported: what the file's users write to
- * them, peers read, and what peers write, they see. Pages the file drops
- * meanwhile (truncated, punched) stay the pool's until it is destroyed.
+ * them, peers read, and what peers write, they see. A truncate or hole
+ * punch that takes pages of the range out of the file withdraws the
+ * pool, as RPAGE_IOC_POOL_DESTROY would, before it returns (EBUSY if
+ * that happened while the pool was being made).
  * The pool belongs to the host, as a kernel pool does: it stays until
  * RPAGE_IOC_POOL_DESTROY or module unload, the file closed or not.
  * Files of other file systems (on disk, whose pages may be written back
