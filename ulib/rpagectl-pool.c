@@ -507,6 +507,9 @@ static int pool_create_file(const char *subject, const char *id_text,
 	case EEXIST:
 		words = "a pool with this id exists";
 		break;
+	case EBUSY:
+		words = "the file was truncated or had a hole punched in the range while it was being exported: the pool was withdrawn";
+		break;
 	case EINVAL:
 		words = "the module refused this size (max_pool_mb) or alignment";
 		break;
