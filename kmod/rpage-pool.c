@@ -1391,10 +1391,8 @@ long rpage_ioctl_pool_file(struct rpage_file *rfile, void __user *argp)
 	}
 	if (arg.flags & RPAGE_POOL_WRITABLE) {
 		ret = rpage_pool_file_writable(pool, file, magic);
-		if (ret) {
-			rpage_pool_free_memory(pool);
-			goto out;
-		}
+		if (ret)
+			goto free;
 	}
 	/* Watched first: what the file loses from here on is seen. */
 	ret = rpage_pool_watch_file(pool, file);
