@@ -1233,9 +1233,9 @@ int main(int argc, char **argv)
 		else if (!strcmp(argv[i], "--forge"))
 			forge_id = strtoull(argv[i + 1], NULL, 0);
 	}
-	/* Whatever the exporter does, the rogue ends: its test then fails. */
 	/* A run the alarm ends still shows the cases it went through. */
 	setvbuf(stdout, NULL, _IOLBF, 0);
+	/* Whatever the exporter does, the rogue ends: its test then fails. */
 	alarm(RUN_LIMIT_S + flood_s + seconds);
 	if (listen_addr && flood_s)
 		return flood(listen_addr, port, flood_s);
