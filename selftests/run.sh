@@ -12,7 +12,9 @@
 # Environment: RPAGE_KERNELS, RPAGE_VM_ACCEL, RPAGE_VM_TIMEOUT (see
 # selftests/vm/lib.sh); RPAGE_SKIP_DEPS=1 skips the package install;
 # RPAGE_RUN_BUDGET, the seconds the whole run may take (4800);
-# RPAGE_QUICK=1, the quick job alone (see QUICK_PARTS).
+# RPAGE_QUICK=1, the quick job alone (see QUICK_PARTS); RPAGE_JOBS, the
+# jobs each kernel runs (default "single hostile pair pair-tcp"), for a
+# tier that cannot run them all in its time.
 set -u
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -232,6 +234,19 @@ run_quick() {
 }
 
 # --- guests, kernel by kernel -----------------------------------------
+JOBS=${RPAGE_JOBS:-single hostile pair pair-tcp}
+for job in $JOBS; do
+	case " single hostile pair pair-tcp " in
+	*" $job "*) ;;
+	*) report FAIL "RPAGE_JOBS: no job '$job' (single, hostile, pair, pair-tcp)"
+	   finish; exit 1 ;;
+	esac
+done
+# want JOB: whether RPAGE_JOBS names JOB.
+want() {
+	case " $JOBS " in *" $1 "*) return 0 ;; esac
+	return 1
+}
 port_base=$((30000 + ($$ % 1000) * 20))
 for kver in "${kernels[@]}"; do
 	if vm_build_module "$kver" > "$results/module-$kver.log" 2>&1; then
@@ -253,7 +268,7 @@ for kver in "${kernels[@]}"; do
 	# here: the default watchdog (15) leaves too little for a slower day.
 	run=$VM_DIR/$kver/single
 	t0=$(date +%s)
-	if tmo=$(job_timeout "$kver single" "${RPAGE_VM_TIMEOUT:-1200}"); then
+	if want single && tmo=$(job_timeout "$kver single" "${RPAGE_VM_TIMEOUT:-1200}"); then
 		vm_boot "$kver" "$run" selftests/guest/single.sh --smp 2 --mem 2048 \
 			--udp "$port_base:$((port_base + 1))" --timeout "$tmo"
 		job_took "$kver single" "$t0" "$tmo"
@@ -265,7 +280,7 @@ for kver in "${kernels[@]}"; do
 	run=$VM_DIR/$kver/hostile
 	t0=$(date +%s)
 	# Its job takes 8 to 13 minutes under TCG here.
-	if tmo=$(job_timeout "$kver hostile" "${RPAGE_VM_TIMEOUT:-1500}"); then
+	if want hostile && tmo=$(job_timeout "$kver hostile" "${RPAGE_VM_TIMEOUT:-1500}"); then
 		RPAGE_VM_APPEND="${RPAGE_VM_APPEND:-} slub_debug=FZPU" \
 			vm_boot "$kver" "$run" selftests/guest/hostile.sh --smp 2 \
 			--mem 2048 --udp "$((port_base + 2)):$((port_base + 3))" \
@@ -279,7 +294,7 @@ for kver in "${kernels[@]}"; do
 	# default watchdog leaves.
 	pair=$VM_DIR/$kver/pair
 	t0=$(date +%s)
-	if tmo=$(job_timeout "$kver pair" "${RPAGE_VM_TIMEOUT:-1200}"); then
+	if want pair && tmo=$(job_timeout "$kver pair" "${RPAGE_VM_TIMEOUT:-1200}"); then
 		vm_boot_pair "$kver" "$pair" selftests/guest/pair.sh --timeout "$tmo"
 		job_took "$kver pair" "$t0" "$tmo"
 		judge_pair "$kver" "$pair"
@@ -288,7 +303,7 @@ for kver in "${kernels[@]}"; do
 	# The same two hosts with no RDMA device: everything over TCP.
 	pair=$VM_DIR/$kver/pair-tcp
 	t0=$(date +%s)
-	if tmo=$(job_timeout "$kver pair-tcp" "${RPAGE_VM_TIMEOUT:-1200}"); then
+	if want pair-tcp && tmo=$(job_timeout "$kver pair-tcp" "${RPAGE_VM_TIMEOUT:-1200}"); then
 		vm_boot_pair "$kver" "$pair" selftests/guest/pair-tcp.sh --timeout "$tmo"
 		job_took "$kver pair-tcp" "$t0" "$tmo"
 		judge_pair "$kver pair-tcp" "$pair"
