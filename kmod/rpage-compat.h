@@ -77,6 +77,33 @@ rpage_hugetlb_folio_get(struct hstate *h, struct address_space *mapping,
 }
 
 /*
+ * The folio at @index of @mapping, referenced, or NULL: 6.4 made the
+ * lookup return an ERR_PTR for nothing.
+ */
+static inline struct folio *rpage_filemap_get_folio(struct address_space *mapping,
+						    pgoff_t index)
+{
+	struct folio *folio = filemap_get_folio(mapping, index);
+
+	return IS_ERR(folio) ? NULL : folio;
+}
+
+/*
+ * Truncates locked @folio out of @mapping (a regular file's), unmapping
+ * it first if it is mapped: what truncate_inode_folio() does, which
+ * modules reach through the error-removal helper, a folio's since 6.7.
+ */
+static inline int rpage_folio_truncate(struct address_space *mapping,
+				       struct folio *folio)
+{
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 7, 0)
+	return generic_error_remove_folio(mapping, folio);
+#else
+	return generic_error_remove_page(mapping, &folio->page);
+#endif
+}
+
+/*
  * Sends @len bytes of @page from @offset on @sock without copying them:
  * the socket takes a reference on the page until it is acknowledged.
  * 6.5 replaced ->sendpage with MSG_SPLICE_PAGES. Returns the bytes

@@ -4,29 +4,34 @@
  * reads it from the peer inside the page fault; prefetch and read-ahead
  * read pages before they are touched.
  *
- * A fault claims its absent page by making it busy and reads it with
- * rpage_xfer() on the queue pair of its CPU, polling for the completion
- * itself; other faults on the same page wait for that READ, so a page is
- * read once however many threads touch it. A READ that takes long (past
- * a millisecond of polling, or a peer reconnecting) is waited for without
- * mmap_lock, when the fault allows (FAULT_FLAG_ALLOW_RETRY): the handler
- * drops it and answers VM_FAULT_RETRY, and the retried fault finds the
- * page. A fault that may not wait (FAULT_FLAG_RETRY_NOWAIT) only starts
- * the READ. Prefetch claims every absent page of its range before it
- * returns and reads them from a worker, up to a queue depth of READs at
- * a time, publishing the pages as their READ completes.
+ * The pages are folios in the mapping's page cache (rpage-fs.c). A fault
+ * on an absent page puts a new folio there, locked and not up to date,
+ * charged to the memory cgroup of the process whose memory it is, and
+ * reads it with rpage_xfer() on the queue pair of its CPU, polling for
+ * the completion itself; other faults on that page wait for the folio's
+ * lock, so a page is read once however many threads touch it, and only
+ * the faults on that folio are woken when it arrives. A READ that takes
+ * long (past a millisecond of polling, or a peer reconnecting) is waited
+ * for without mmap_lock, when the fault allows (FAULT_FLAG_ALLOW_RETRY):
+ * the handler drops it and answers VM_FAULT_RETRY, and the retried fault
+ * finds the page, as filemap_fault() does for I/O. A fault that may not
+ * wait (FAULT_FLAG_RETRY_NOWAIT) only starts the READ. Prefetch puts the
+ * absent pages of its range in the page cache a chunk at a time and
+ * reads them from a worker, up to a queue depth of READs at a time; each
+ * folio is unlocked, up to date, as its READ completes. A folio whose
+ * READ failed leaves the page cache, and the next touch reads it again.
  */
 #include "rpage-pri.h"
 #include "rpage-trace.h"
 
 #include <linux/highmem.h>
+#include <linux/memcontrol.h>
 #include <linux/mm.h>
 #include <linux/pagemap.h>
 #include <linux/sched/mm.h>
 #include <linux/sched/signal.h>
 #include <linux/slab.h>
 #include <linux/uaccess.h>
-#include <linux/wait_bit.h>
 
 /* Read-ahead windows, in pages, and the largest stride it follows. */
 #define RPAGE_RA_MIN		4
@@ -53,7 +58,8 @@ static struct workqueue_struct *rpage_prefetch_wq;
  * struct rpage_prefetch_chunk - pages of a prefetch claimed together
  * @nr: how many.
  * @index: their indexes in the mapping.
- * @pages: the pages they are read into, once allocated.
+ * @pages: the pages of their folios, locked in the page cache, which the
+ *	chunk holds a reference to until their READ ends.
  */
 struct rpage_prefetch_chunk {
 	unsigned long nr;
@@ -73,6 +79,9 @@ struct rpage_prefetch_chunk {
  *	neither counted nor marked as prefetched.
  * @killable: run by the caller's task, which a fatal signal ends.
  * @failed: pages whose READ failed, or that were never read.
+ * @stopped: why it stopped claiming pages before its end, for the log
+ *	(NULL while it has not).
+ * @memcg: what its pages are charged to, referenced (NULL: the caller's).
  * @chunk_max: pages per chunk.
  * @cur: the chunk being read.
  * @ahead: the chunk claimed next: a fault on one of its pages waits for
@@ -93,6 +102,8 @@ struct rpage_prefetch_run {
 	bool for_fault;
 	bool killable;
 	atomic_long_t failed;
+	const char *stopped;
+	struct mem_cgroup *memcg;
 	unsigned int chunk_max;
 	struct rpage_prefetch_chunk cur;
 	struct rpage_prefetch_chunk ahead;
@@ -147,23 +158,70 @@ static void rpage_fault_xfer_slow(struct rpage_xfer *x)
 }
 
 /*
- * Reads page @index of @map into a new page for the fault @fc; 0 and
- * *@pagep, or -errno.
+ * Puts a new folio for page @index of @map in its page cache, locked and
+ * not up to date, for the caller to read: charged to @memcg, or where
+ * @memcg is NULL to the caller's memory cgroup. Returns the folio with a
+ * reference of the caller's, ERR_PTR(-EEXIST) if the page is there
+ * already (here, or being read), or ERR_PTR(-ENOMEM).
  */
-static int rpage_fetch_page(struct rpage_fault_ctx *fc, unsigned long index,
-			    struct page **pagep)
+static struct folio *rpage_folio_create(struct rpage_mapping *map,
+					pgoff_t index, gfp_t gfp,
+					struct mem_cgroup *memcg)
 {
-	struct rpage_xfer_range range;
-	struct rpage_xfer x;
-	struct page *page;
+	struct mem_cgroup *old;
+	struct folio *folio;
 	int ret;
 
-	/* Charged to the faulting process's memory cgroup. */
-	page = alloc_page(GFP_HIGHUSER | __GFP_ACCOUNT);
-	if (!page)
-		return -ENOMEM;
+	folio = filemap_alloc_folio(gfp, 0);
+	if (!folio)
+		return ERR_PTR(-ENOMEM);
+	old = set_active_memcg(memcg);
+	ret = filemap_add_folio(map->mapping, folio, index, gfp);
+	set_active_memcg(old);
+	if (ret) {
+		folio_put(folio);
+		return ERR_PTR(ret);
+	}
+	return folio;
+}
+
+/*
+ * Ends a READ into @folio (locked, the caller's reference) that failed,
+ * or that never ran: the folio leaves the page cache, and the next touch
+ * of its page reads it again. A transport that could not get the page
+ * back from its device holds a reference of its own: the page is freed
+ * when that goes, never reused before.
+ */
+static void rpage_folio_drop(struct rpage_mapping *map, struct folio *folio)
+{
+	rpage_folio_truncate(map->mapping, folio);
+	folio_unlock(folio);
+	folio_put(folio);
+}
+
+/* Whether page @index of @map is in its page cache: here, or being read. */
+static bool rpage_page_cached(struct rpage_mapping *map, pgoff_t index)
+{
+	void *entry = xa_load(&map->mapping->i_pages, index);
+
+	return entry && !xa_is_value(entry);
+}
+
+/*
+ * Reads page @index of @map into @folio (locked, new) for the fault @fc;
+ * 0, or -errno.
+ */
+static int rpage_read_folio(struct rpage_fault_ctx *fc, struct folio *folio,
+			    pgoff_t index)
+{
+	struct page *page = folio_page(folio, 0);
+	struct rpage_xfer_range range;
+	unsigned long i = index;
+	struct rpage_xfer x;
+	int ret;
+
 	rpage_map_xfer_init(fc->map, &x, &range, false);
-	range.index = &index;
+	range.index = &i;
 	range.nr = 1;
 	x.pages = &page;
 	x.nr_pages = 1;
@@ -172,39 +230,20 @@ static int rpage_fetch_page(struct rpage_fault_ctx *fc, unsigned long index,
 	x.priv = fc;
 	ret = rpage_xfer(&x);
 	rpage_map_xfer_release(&x);
-	if (ret) {
-		/* The transfer keeps its own reference if the device kept it. */
-		put_page(page);
-		return ret;
-	}
-	flush_dcache_page(page);
-	*pagep = page;
-	return 0;
-}
-
-/* Makes page @index of @map hold @page (or be absent if NULL). */
-static void rpage_page_publish(struct rpage_mapping *map, unsigned long index,
-			       struct page *page, bool prefetched)
-{
-	if (page) {
-		xa_store(&map->pages, index, page, GFP_NOWAIT);
-		if (prefetched)
-			xa_set_mark(&map->pages, index, RPAGE_MARK_PREFETCHED);
-	} else {
-		xa_erase(&map->pages, index);
-	}
-	rpage_map_wake(map);
+	return ret;
 }
 
 /*
  * A prefetch of @nr pages of @map from @first, @stride apart, none
- * claimed yet; NULL without memory. Its bookkeeping is two chunks.
+ * claimed yet, charged to @memcg (referenced now; NULL: the caller's);
+ * NULL without memory. Its bookkeeping is two chunks.
  */
 static struct rpage_prefetch_run *rpage_prefetch_alloc(struct rpage_mapping *map,
 						       unsigned long first,
 						       long stride,
 						       unsigned long nr,
-						       unsigned int depth)
+						       unsigned int depth,
+						       struct mem_cgroup *memcg)
 {
 	unsigned int chunk = clamp_t(unsigned int,
 				     depth * RPAGE_PREFETCH_CHUNK_DEPTHS,
@@ -229,6 +268,9 @@ static struct rpage_prefetch_run *rpage_prefetch_alloc(struct rpage_mapping *map
 	run->chunk_max = chunk;
 	kref_get(&map->ref);
 	run->map = map;
+	if (memcg)
+		css_get(&memcg->css);
+	run->memcg = memcg;
 	run->next = first;
 	run->stride = stride;
 	run->left = nr;
@@ -238,90 +280,11 @@ static struct rpage_prefetch_run *rpage_prefetch_alloc(struct rpage_mapping *map
 
 static void rpage_prefetch_free(struct rpage_prefetch_run *run)
 {
+	mem_cgroup_put(run->memcg);
 	rpage_map_put(run->map);
 	/* The chunks' arrays are one allocation, from cur.index on. */
 	kfree(min(run->cur.index, run->ahead.index));
 	kfree(run);
-}
-
-/*
- * Claims into @chunk the absent pages among the next ones of @run, up to
- * a chunk of them; returns how many.
- */
-static unsigned long rpage_prefetch_claim(struct rpage_prefetch_run *run,
-					  struct rpage_prefetch_chunk *chunk)
-{
-	struct rpage_mapping *map = run->map;
-	unsigned long scanned = 0;
-
-	chunk->nr = 0;
-	for (; run->left && chunk->nr < run->chunk_max;
-	     run->left--, run->next += run->stride) {
-		void *old;
-
-		if (run->next >= map->nr_pages) {
-			run->left = 0;
-			break;
-		}
-		old = xa_cmpxchg(&map->pages, run->next, NULL, RPAGE_PAGE_BUSY,
-				 GFP_KERNEL);
-		if (xa_is_err(old)) {
-			run->left = 0;
-			break;
-		}
-		if (!old)
-			chunk->index[chunk->nr++] = run->next;
-		/* A range mostly here already is long to walk. */
-		if (!(++scanned % 1024))
-			cond_resched();
-	}
-	return chunk->nr;
-}
-
-/* Gives up page @i of @chunk: it becomes absent again. */
-static void rpage_prefetch_drop(struct rpage_prefetch_run *run,
-				struct rpage_prefetch_chunk *chunk,
-				unsigned long i)
-{
-	if (chunk->pages[i]) {
-		put_page(chunk->pages[i]);
-		chunk->pages[i] = NULL;
-	}
-	atomic_long_inc(&run->failed);
-	rpage_page_publish(run->map, chunk->index[i], NULL, false);
-}
-
-/* Gives up every page of @chunk. */
-static void rpage_prefetch_drop_chunk(struct rpage_prefetch_run *run,
-				      struct rpage_prefetch_chunk *chunk)
-{
-	unsigned long i;
-
-	for (i = 0; i < chunk->nr; i++)
-		rpage_prefetch_drop(run, chunk, i);
-	chunk->nr = 0;
-}
-
-/* Pages of a prefetch are done: here, or absent again. */
-static void rpage_prefetch_done(struct rpage_xfer *x, unsigned long first,
-				unsigned long nr, int status)
-{
-	struct rpage_prefetch_run *run = x->priv;
-	struct rpage_prefetch_chunk *chunk = &run->cur;
-	unsigned long i;
-
-	for (i = first; i < first + nr; i++) {
-		if (status) {
-			rpage_prefetch_drop(run, chunk, i);
-			continue;
-		}
-		flush_dcache_page(chunk->pages[i]);
-		rpage_page_publish(run->map, chunk->index[i], chunk->pages[i],
-				   !run->for_fault);
-		chunk->pages[i] = NULL;
-	}
-	if (!status && !run->for_fault)
-		rpage_fault_count(run->map, RPAGE_FC_PREFETCHED, nr);
 }
 
 /*
@@ -347,69 +310,126 @@ static unsigned long rpage_prefetch_allowance(struct rpage_prefetch_run *run,
 }
 
 /*
- * Allocates the pages of @chunk, charged to the memory cgroup of the
- * process that made the mapping; returns how many it got. A prefetch
- * never makes the kernel kill a process for memory, nor takes the
- * host's reserve: it stops instead. *@low says it stopped for the
- * reserve rather than for a failed allocation.
+ * Claims into @chunk the absent pages among the next ones of @run, up to
+ * a chunk of them: each gets a folio in the page cache, locked until its
+ * READ ends. Returns how many. A prefetch never makes the kernel kill a
+ * process for memory, nor takes the host's reserve: it stops claiming
+ * instead (@run->stopped says why), and reads what it claimed.
  */
-static unsigned long rpage_prefetch_alloc_pages(struct rpage_prefetch_run *run,
-						struct rpage_prefetch_chunk *chunk,
-						bool *low)
+static unsigned long rpage_prefetch_claim(struct rpage_prefetch_run *run,
+					  struct rpage_prefetch_chunk *chunk)
 {
-	unsigned long i, nr = rpage_prefetch_allowance(run, chunk->nr);
-	struct mem_cgroup *old = set_active_memcg(run->map->memcg);
+	struct rpage_mapping *map = run->map;
+	gfp_t gfp = mapping_gfp_mask(map->mapping) | __GFP_NORETRY |
+		    __GFP_NOWARN;
+	unsigned long scanned = 0, allowed;
 
-	for (i = 0; i < nr; i++) {
-		chunk->pages[i] = alloc_page(GFP_HIGHUSER | __GFP_ACCOUNT |
-					     __GFP_NORETRY | __GFP_NOWARN);
-		if (!chunk->pages[i])
+	chunk->nr = 0;
+	if (!run->left)
+		return 0;
+	allowed = rpage_prefetch_allowance(run, run->chunk_max);
+	for (; run->left && chunk->nr < run->chunk_max;
+	     run->left--, run->next += run->stride) {
+		struct folio *folio;
+
+		if (run->next >= map->nr_pages) {
+			run->left = 0;
 			break;
+		}
+		/* A range mostly here already is long to walk. */
+		if (!(++scanned % 1024))
+			cond_resched();
+		if (rpage_page_cached(map, run->next))
+			continue;
+		if (chunk->nr >= allowed) {
+			run->stopped = "memory down to prefetch_reserve_pct";
+			break;
+		}
+		folio = rpage_folio_create(map, run->next, gfp, run->memcg);
+		if (IS_ERR(folio)) {
+			if (PTR_ERR(folio) == -EEXIST)
+				continue;
+			run->stopped = "out of memory";
+			atomic_long_inc(&run->failed);
+			break;
+		}
+		chunk->index[chunk->nr] = run->next;
+		chunk->pages[chunk->nr++] = folio_page(folio, 0);
 	}
-	set_active_memcg(old);
-	*low = i == nr && nr < chunk->nr;
-	return i;
+	return chunk->nr;
+}
+
+/* Gives up page @i of @chunk: it becomes absent again. */
+static void rpage_prefetch_drop(struct rpage_prefetch_run *run,
+				struct rpage_prefetch_chunk *chunk,
+				unsigned long i)
+{
+	rpage_folio_drop(run->map, page_folio(chunk->pages[i]));
+	chunk->pages[i] = NULL;
+	atomic_long_inc(&run->failed);
+}
+
+/* Gives up every page of @chunk. */
+static void rpage_prefetch_drop_chunk(struct rpage_prefetch_run *run,
+				      struct rpage_prefetch_chunk *chunk)
+{
+	unsigned long i;
+
+	for (i = 0; i < chunk->nr; i++)
+		rpage_prefetch_drop(run, chunk, i);
+	chunk->nr = 0;
+}
+
+/* Pages of a prefetch are done: here, or absent again. */
+static void rpage_prefetch_done(struct rpage_xfer *x, unsigned long first,
+				unsigned long nr, int status)
+{
+	struct rpage_prefetch_run *run = x->priv;
+	struct rpage_prefetch_chunk *chunk = &run->cur;
+	unsigned long i;
+
+	for (i = first; i < first + nr; i++) {
+		struct folio *folio = page_folio(chunk->pages[i]);
+
+		if (status || !rpage_map_folio_ready(run->map, folio)) {
+			rpage_prefetch_drop(run, chunk, i);
+			continue;
+		}
+		/* Until a fault maps it: a prefetch hit (see rpage_fault_page()). */
+		if (!run->for_fault)
+			folio_set_checked(folio);
+		folio_unlock(folio);
+		folio_put(folio);
+		chunk->pages[i] = NULL;
+	}
+	if (!status && !run->for_fault)
+		rpage_fault_count(run->map, RPAGE_FC_PREFETCHED, nr);
 }
 
 /*
  * Reads the pages of @run->cur; every one is settled when it returns.
- * Returns whether the prefetch goes on: not after a failure (no memory,
- * a kill, the pool or the peer gone), which the pages after it would
- * only meet again; they stay absent, for faults to read.
+ * Returns whether the prefetch goes on: not after a failure (a kill, the
+ * pool or the peer gone), which the pages after it would only meet
+ * again; they stay absent, for faults to read.
  */
 static bool rpage_prefetch_read_chunk(struct rpage_prefetch_run *run)
 {
 	struct rpage_prefetch_chunk *chunk = &run->cur;
 	struct rpage_xfer_range range;
-	unsigned long i, ready;
 	struct rpage_xfer x;
-	bool low;
-	int ret = 0;
+	int ret;
 
-	ready = rpage_prefetch_alloc_pages(run, chunk, &low);
-	if (ready) {
-		rpage_map_xfer_init(run->map, &x, &range, false);
-		range.index = chunk->index;
-		range.nr = ready;
-		x.pages = chunk->pages;
-		x.nr_pages = ready;
-		x.depth = run->depth;
-		x.killable = run->killable;
-		x.done = rpage_prefetch_done;
-		x.priv = run;
-		ret = rpage_xfer(&x);
-		rpage_map_xfer_release(&x);
-	}
-	if (ready < chunk->nr) {
-		pr_info_ratelimited("mapping %u: prefetch stopped, %s, with %lu pages left unfetched\n",
-				    run->map->id, low ?
-				    "memory down to prefetch_reserve_pct" :
-				    "out of memory",
-				    chunk->nr - ready + run->ahead.nr + run->left);
-		for (i = ready; i < chunk->nr; i++)
-			rpage_prefetch_drop(run, chunk, i);
-		ret = -ENOMEM;
-	}
+	rpage_map_xfer_init(run->map, &x, &range, false);
+	range.index = chunk->index;
+	range.nr = chunk->nr;
+	x.pages = chunk->pages;
+	x.nr_pages = chunk->nr;
+	x.depth = run->depth;
+	x.killable = run->killable;
+	x.done = rpage_prefetch_done;
+	x.priv = run;
+	ret = rpage_xfer(&x);
+	rpage_map_xfer_release(&x);
 	chunk->nr = 0;
 	return !ret;
 }
@@ -435,6 +455,10 @@ static void rpage_prefetch_execute(struct rpage_prefetch_run *run)
 		swap(run->cur, run->ahead);
 		rpage_prefetch_claim(run, &run->ahead);
 	}
+	if (run->stopped)
+		pr_info_ratelimited("mapping %u: prefetch stopped, %s, with %lu pages left unfetched\n",
+				    run->map->id, run->stopped,
+				    run->cur.nr + run->ahead.nr + run->left);
 	/* Stopped early: what is claimed goes back, the rest stays absent. */
 	rpage_prefetch_drop_chunk(run, &run->cur);
 	rpage_prefetch_drop_chunk(run, &run->ahead);
@@ -461,14 +485,23 @@ static void rpage_prefetch_queue(struct rpage_prefetch_run *run)
 static unsigned long rpage_pages_absent(struct rpage_mapping *map,
 					unsigned long first, unsigned long nr)
 {
-	unsigned long index, absent = nr;
+	XA_STATE(xas, &map->mapping->i_pages, first);
+	unsigned long absent = nr;
 	void *entry;
 
-	xa_for_each_range(&map->pages, index, entry, first, first + nr - 1) {
+	rcu_read_lock();
+	xas_for_each(&xas, entry, first + nr - 1) {
+		if (xas_retry(&xas, entry) || xa_is_value(entry))
+			continue;
 		absent--;
-		if (!(absent % 1024))
+		if (!(absent % 1024) && need_resched()) {
+			xas_pause(&xas);
+			rcu_read_unlock();
 			cond_resched();
+			rcu_read_lock();
+		}
 	}
+	rcu_read_unlock();
 	return absent;
 }
 
@@ -477,6 +510,7 @@ long rpage_ioctl_prefetch(struct rpage_file *rfile, void __user *argp)
 	struct rpage_prefetch_run *run;
 	struct rpage_mapping *map;
 	struct rpage_prefetch arg;
+	struct mem_cgroup *memcg;
 	unsigned long first, nr;
 	long ret = 0;
 
@@ -501,8 +535,12 @@ long rpage_ioctl_prefetch(struct rpage_file *rfile, void __user *argp)
 		ret = -ENOTCONN;
 		goto out;
 	}
+	/* The pages are the caller's: charged to its cgroup, from a worker too. */
+	memcg = get_mem_cgroup_from_mm(current->mm);
 	run = rpage_prefetch_alloc(map, first, 1, nr,
-				   arg.depth ?: RPAGE_PREFETCH_DEPTH_DEFAULT);
+				   arg.depth ?: RPAGE_PREFETCH_DEPTH_DEFAULT,
+				   memcg);
+	mem_cgroup_put(memcg);
 	if (!run) {
 		ret = -ENOMEM;
 		goto out;
@@ -529,14 +567,26 @@ out:
 }
 
 /*
- * Read-ahead: a fault at @index that continues the stride of the last
- * faults reads the next window of pages along it, a window that doubles
- * each time the pattern holds, up to RPAGE_RA_MAX pages.
+ * The memory cgroup of @mm, referenced, when the caller is not in @mm
+ * (KVM's asynchronous page fault worker, GUP of another process): what
+ * a fault's pages are charged to. NULL for the caller's own.
  */
-static void rpage_readahead(struct rpage_mapping *map, unsigned long index)
+static struct mem_cgroup *rpage_fault_memcg(struct mm_struct *mm)
+{
+	return current->mm == mm ? NULL : get_mem_cgroup_from_mm(mm);
+}
+
+/*
+ * Read-ahead: a fault at @index, in @mm, that continues the stride of
+ * the last faults reads the next window of pages along it, a window
+ * that doubles each time the pattern holds, up to RPAGE_RA_MAX pages.
+ */
+static void rpage_readahead(struct rpage_mapping *map, unsigned long index,
+			    struct mm_struct *mm)
 {
 	struct rpage_prefetch_run *run;
 	long at = index, next = 0, stride;
+	struct mem_cgroup *memcg;
 	unsigned int window = 0;
 
 	if (!(map->flags & RPAGE_MAP_READAHEAD))
@@ -564,7 +614,10 @@ static void rpage_readahead(struct rpage_mapping *map, unsigned long index)
 
 	if (!window || next < 0 || next >= (long)map->nr_pages)
 		return;
-	run = rpage_prefetch_alloc(map, next, stride, window, window);
+	/* Its pages are the faulting process's, as the fault's own are. */
+	memcg = get_mem_cgroup_from_mm(mm);
+	run = rpage_prefetch_alloc(map, next, stride, window, window, memcg);
+	mem_cgroup_put(memcg);
 	if (!run)
 		return;
 	if (rpage_prefetch_start(run))
@@ -574,204 +627,172 @@ static void rpage_readahead(struct rpage_mapping *map, unsigned long index)
 }
 
 /*
- * Finds page @index of @map here, takes a reference for the fault and
- * says whether prefetch brought it; or claims it if absent. Returns the
- * page, NULL if claimed, or RPAGE_PAGE_BUSY if it is busy.
- */
-static void *rpage_page_lookup(struct rpage_mapping *map, unsigned long index,
-			       bool *prefetched)
-{
-	XA_STATE(xas, &map->pages, index);
-	void *entry;
-
-	do {
-		xas_lock(&xas);
-		entry = xas_load(&xas);
-		if (!entry) {
-			xas_store(&xas, RPAGE_PAGE_BUSY);
-		} else if (!xa_is_value(entry)) {
-			get_page(entry);
-			*prefetched = xas_get_mark(&xas, RPAGE_MARK_PREFETCHED);
-			if (*prefetched)
-				xas_clear_mark(&xas, RPAGE_MARK_PREFETCHED);
-		}
-		xas_unlock(&xas);
-	} while (xas_nomem(&xas, GFP_KERNEL));
-	if (xas_error(&xas))
-		return ERR_PTR(xas_error(&xas));
-	return entry;
-}
-
-/*
  * A fault that may not wait (FAULT_FLAG_RETRY_NOWAIT: KVM's asynchronous
- * page faults, GUP with FOLL_NOWAIT) claimed page @index: its READ runs
- * in the background, and the fault is retried once the page is here.
+ * page faults, GUP with FOLL_NOWAIT) put @folio, locked, at @index: its
+ * READ runs in the background, which takes the folio over, and the fault
+ * is retried once the page is here.
  */
 static void rpage_fault_start_read(struct rpage_mapping *map,
-				   unsigned long index)
+				   struct folio *folio, pgoff_t index)
 {
-	struct rpage_prefetch_run *run = rpage_prefetch_alloc(map, index, 1, 0, 1);
+	struct rpage_prefetch_run *run;
 
+	run = rpage_prefetch_alloc(map, index, 1, 0, 1, NULL);
 	if (!run) {
 		/* The next fault on it reads it. */
-		rpage_page_publish(map, index, NULL, false);
+		rpage_folio_drop(map, folio);
 		return;
 	}
-	/* The fault claimed the page already. */
 	run->cur.index[0] = index;
+	run->cur.pages[0] = folio_page(folio, 0);
 	run->cur.nr = 1;
 	run->for_fault = true;
 	rpage_prefetch_queue(run);
 }
 
 /*
- * Waits for busy page @index of @map to settle, without mmap_lock when
- * the fault allows. Returns RPAGE_FAULT_RETRY to have the fault retried,
- * 0 to look again, or RPAGE_FAULT_SIGBUS (killed, the lock held).
+ * Fault @fc holds @folio (new, locked) at @index: it reads it, or with
+ * FAULT_FLAG_RETRY_NOWAIT has it read in the background. Returns how
+ * the fault ends; with RPAGE_FAULT_FETCHED, @fc->vmf->page is the
+ * folio's page, locked, for core mm to map.
  */
-static int rpage_fault_wait(struct rpage_fault_ctx *fc, unsigned long index,
-			    int *err)
+static enum rpage_fault_result rpage_fault_read(struct rpage_fault_ctx *fc,
+						struct folio *folio,
+						pgoff_t index, int *err)
 {
 	struct rpage_mapping *map = fc->map;
 
-	if (fc->vmf->flags & FAULT_FLAG_RETRY_NOWAIT)
-		return RPAGE_FAULT_RETRY;
-	rpage_fault_unlock(fc);
-	if (wait_var_event_killable(map, xa_load(&map->pages, index) !=
-				    RPAGE_PAGE_BUSY)) {
-		*err = -EINTR;
-		return fc->unlocked ? RPAGE_FAULT_RETRY : RPAGE_FAULT_SIGBUS;
-	}
-	return fc->unlocked ? RPAGE_FAULT_RETRY : 0;
-}
-
-/* Makes page @index of the mapping here for fault @fc; returns how. */
-/*
- * Locks @page, which the fault holds, found at @index of @map, for the
- * fault to return it locked (VM_FAULT_LOCKED): core mm maps it and only
- * then unlocks it. An eviction takes the same lock before it zaps the
- * page's mappings and drops it, so it either waits for that mapping and
- * zaps it, or drops the page before the fault locks it - and then the
- * page is no longer at @index, which the fault checks under the lock.
- * Returns 0 with the page locked, -EAGAIN if it left @index (the fault
- * looks again), or -EWOULDBLOCK for a fault that may not wait.
- */
-static int rpage_fault_lock_page(struct rpage_fault_ctx *fc, struct page *page,
-				 unsigned long index)
-{
-	if (!trylock_page(page)) {
-		if (fc->vmf->flags & FAULT_FLAG_RETRY_NOWAIT)
-			return -EWOULDBLOCK;
-		/* Held only while an eviction zaps or a fault maps: short. */
-		lock_page(page);
-	}
-	if (xa_load(&fc->map->pages, index) != page) {
-		unlock_page(page);
-		return -EAGAIN;
-	}
-	/* Deleted by force meanwhile: see rpage_map_kill(). */
-	if (READ_ONCE(fc->map->dead)) {
-		unlock_page(page);
-		return -ENXIO;
-	}
-	return 0;
-}
-
-static enum rpage_fault_result rpage_fault_page(struct rpage_fault_ctx *fc,
-						unsigned long index, int *err)
-{
-	struct rpage_mapping *map = fc->map;
-	bool waited = false, prefetched = false;
-	struct page *page;
-	void *entry;
-	int ret;
-
-	rpage_readahead(map, index);
-again:
-	for (;;) {
-		entry = rpage_page_lookup(map, index, &prefetched);
-		if (IS_ERR(entry)) {
-			*err = PTR_ERR(entry);
-			return RPAGE_FAULT_SIGBUS;
-		}
-		if (entry != RPAGE_PAGE_BUSY)
-			break;
-		waited = true;
-		ret = rpage_fault_wait(fc, index, err);
-		if (ret) {
-			if (ret == RPAGE_FAULT_RETRY && !*err) {
-				rpage_fault_count(map, RPAGE_FC_WAITS, 1);
-				fc->counted = true;
-			}
-			return ret;
-		}
-	}
-	if (entry) {
-		page = entry;
-		ret = rpage_fault_lock_page(fc, page, index);
-		if (ret) {
-			put_page(page);
-			if (ret == -EAGAIN)
-				goto again;
-			if (ret == -ENXIO) {
-				*err = ret;
-				return RPAGE_FAULT_SIGBUS;
-			}
-			return RPAGE_FAULT_RETRY;
-		}
-		fc->vmf->page = page;
-		if (prefetched)
-			rpage_fault_count(map, RPAGE_FC_PREFETCH_HITS, 1);
-		return waited ? RPAGE_FAULT_WAITED : RPAGE_FAULT_MINOR;
-	}
-
-	/* Claimed: this fault reads the page. */
 	if (fc->vmf->flags & FAULT_FLAG_RETRY_NOWAIT) {
-		rpage_fault_start_read(map, index);
+		rpage_fault_start_read(map, folio, index);
 		rpage_fault_count(map, RPAGE_FC_FAULTS, 1);
 		fc->counted = true;
 		return RPAGE_FAULT_RETRY;
 	}
-	*err = rpage_fetch_page(fc, index, &page);
+	*err = rpage_read_folio(fc, folio, index);
+	if (!*err && !rpage_map_folio_ready(map, folio))
+		/* Deleted by force meanwhile: see rpage_map_kill(). */
+		*err = -ENXIO;
 	if (*err) {
-		rpage_page_publish(map, index, NULL, false);
+		rpage_folio_drop(map, folio);
 		/* Without the lock, the retried fault reports it. */
 		return fc->unlocked ? RPAGE_FAULT_RETRY : RPAGE_FAULT_SIGBUS;
 	}
 	rpage_fault_count(map, RPAGE_FC_FAULTS, 1);
 	fc->counted = true;
 	if (fc->unlocked) {
-		/* The mapping's table holds the page; the retry maps it. */
-		rpage_page_publish(map, index, page, false);
+		/* The page cache holds the page; the retry maps it. */
+		folio_unlock(folio);
+		folio_put(folio);
 		return RPAGE_FAULT_RETRY;
 	}
-	/*
-	 * One reference for the mapping's table, one for the page table;
-	 * locked before anyone can see it (see rpage_fault_lock_page()).
-	 */
-	get_page(page);
-	lock_page(page);
-	rpage_page_publish(map, index, page, false);
-	/*
-	 * Pairs with rpage_map_kill(): it either sees the page in the table
-	 * (and waits for its lock before it zaps), or the fault sees it dead.
-	 */
-	smp_mb();
+	fc->vmf->page = folio_file_page(folio, index);
+	return RPAGE_FAULT_FETCHED;
+}
+
+/*
+ * Waits for @folio (referenced), locked by someone else: a READ in
+ * flight, a fault mapping it, an eviction. Without mmap_lock when the
+ * fault allows: then it answers RPAGE_FAULT_RETRY, and the retried fault
+ * finds the page. Returns 0 with the folio locked, RPAGE_FAULT_RETRY or
+ * RPAGE_FAULT_SIGBUS (killed); the folio's reference is dropped unless
+ * it returns 0.
+ */
+static int rpage_fault_wait(struct rpage_fault_ctx *fc, struct folio *folio,
+			    int *err)
+{
+	if (fc->vmf->flags & FAULT_FLAG_RETRY_NOWAIT) {
+		folio_put(folio);
+		return RPAGE_FAULT_RETRY;
+	}
+	rpage_fault_unlock(fc);
+	if (fc->unlocked) {
+		if (folio_wait_locked_killable(folio))
+			*err = -EINTR;
+		folio_put(folio);
+		return RPAGE_FAULT_RETRY;
+	}
+	if (folio_lock_killable(folio)) {
+		folio_put(folio);
+		*err = -EINTR;
+		return RPAGE_FAULT_SIGBUS;
+	}
+	return 0;
+}
+
+static enum rpage_fault_result rpage_fault_page(struct rpage_fault_ctx *fc,
+						pgoff_t index, int *err)
+{
+	struct rpage_mapping *map = fc->map;
+	struct vm_fault *vmf = fc->vmf;
+	struct mem_cgroup *memcg;
+	struct folio *folio;
+	bool waited = false;
+	int ret;
+
+	rpage_readahead(map, index, vmf->vma->vm_mm);
+again:
+	folio = rpage_filemap_get_folio(map->mapping, index);
+	if (!folio) {
+		memcg = rpage_fault_memcg(vmf->vma->vm_mm);
+		folio = rpage_folio_create(map, index, vmf->gfp_mask, memcg);
+		mem_cgroup_put(memcg);
+		if (IS_ERR(folio)) {
+			/* Another fault or a prefetch put it there first. */
+			if (PTR_ERR(folio) == -EEXIST)
+				goto again;
+			*err = PTR_ERR(folio);
+			return RPAGE_FAULT_SIGBUS;
+		}
+		/* This fault reads the page. */
+		return rpage_fault_read(fc, folio, index, err);
+	}
+	if (!folio_trylock(folio)) {
+		/* Not up to date: a READ is in flight, which this waits for. */
+		bool reading = !folio_test_uptodate(folio);
+
+		ret = rpage_fault_wait(fc, folio, err);
+		if (reading && !*err) {
+			waited = true;
+			if (ret == RPAGE_FAULT_RETRY) {
+				rpage_fault_count(map, RPAGE_FC_WAITS, 1);
+				fc->counted = true;
+			}
+		}
+		if (ret)
+			return ret;
+	}
+	/* Evicted, or its READ failed: it left the page cache. */
+	if (folio->mapping != map->mapping) {
+		folio_unlock(folio);
+		folio_put(folio);
+		goto again;
+	}
+	/* Deleted by force meanwhile: see rpage_map_kill(). */
 	if (READ_ONCE(map->dead)) {
-		unlock_page(page);
-		put_page(page);
+		folio_unlock(folio);
+		folio_put(folio);
 		*err = -ENXIO;
 		return RPAGE_FAULT_SIGBUS;
 	}
-	fc->vmf->page = page;
-	return RPAGE_FAULT_FETCHED;
+	/*
+	 * Every folio is locked from its creation until it is up to date or
+	 * gone; one that is not would be a READ's left behind: read it.
+	 */
+	if (!folio_test_uptodate(folio))
+		return rpage_fault_read(fc, folio, index, err);
+	if (folio_test_checked(folio)) {
+		folio_clear_checked(folio);
+		rpage_fault_count(map, RPAGE_FC_PREFETCH_HITS, 1);
+	}
+	vmf->page = folio_file_page(folio, index);
+	return waited ? RPAGE_FAULT_WAITED : RPAGE_FAULT_MINOR;
 }
 
 vm_fault_t rpage_vm_fault(struct vm_fault *vmf)
 {
 	struct rpage_mapping *map = vmf->vma->vm_private_data;
 	struct rpage_fault_ctx fc = { .vmf = vmf, .map = map };
-	unsigned long index = vmf->pgoff - map->pgoff;
+	pgoff_t index = vmf->pgoff;
 	enum rpage_fault_result result;
 	u64 begin = ktime_get_ns();
 	bool counted = true;

@@ -603,9 +603,12 @@ static int __init rpage_init(void)
 		ret = -ENOMEM;
 		goto err_pools;
 	}
-	ret = rpage_fault_init();
+	ret = rpage_fs_init();
 	if (ret)
 		goto err_wq;
+	ret = rpage_fault_init();
+	if (ret)
+		goto err_fs;
 	ret = rpage_named_init();
 	if (ret)
 		goto err_fault;
@@ -631,6 +634,8 @@ err_named:
 	rpage_named_exit();
 err_fault:
 	rpage_fault_exit();
+err_fs:
+	rpage_fs_exit();
 err_wq:
 	destroy_workqueue(rpage_wq);
 err_pools:
@@ -650,6 +655,8 @@ static void __exit rpage_exit(void)
 	rpage_fault_exit();
 	/* After the prefetches: one may hold a named mapping to the end. */
 	rpage_named_exit();
+	/* After every mapping: each one's inode is on its file system. */
+	rpage_fs_exit();
 	rpage_endpoints_exit();
 	rpage_pools_exit();
 	rpage_ibdev_exit();

@@ -3,32 +3,45 @@
  * rpage: remote mappings - their lifetime, mmap and eviction.
  *
  * A mapping is a window on a peer's pool, owned by the /dev/rpage file
- * it was created through. Its pages live in an xarray indexed by page:
- * absent, busy (being fetched or evicted) or here. The virtual memory
- * areas mapping it are MAP_SHARED areas of the file at a fake offset
- * (the mapping's id in the high bits, as DRM does), so the kernel's own
- * unmap_mapping_range() finds every area of every process that maps a
- * page when the page must go. The fault path is in rpage-fault.c.
+ * it was created through. Its pages are folios in the page cache of an
+ * inode of its own (rpage-fs.c), at their index in the mapping: absent,
+ * locked and not up to date while a READ fills them, up to date once
+ * here. Areas are mmap()ed from /dev/rpage at a fake offset (the
+ * mapping's id in the high bits, as DRM does) and switched to a file of
+ * that inode, so that the kernel's own unmap_mapping_range() and rmap
+ * find every area of every process that maps a page when the page must
+ * go. The fault path is in rpage-fault.c.
  */
 #include "rpage-pri.h"
 
-#include <linux/memcontrol.h>
+#include <linux/file.h>
 #include <linux/mm.h>
 #include <linux/pagemap.h>
+#include <linux/pagevec.h>
 #include <linux/slab.h>
 #include <linux/uaccess.h>
-#include <linux/wait_bit.h>
 
 /* Every mapping on the host, by id. */
 static DEFINE_XARRAY_ALLOC1(rpage_maps);
 static u32 rpage_maps_next;
 
-/* Wakes faults waiting for a busy page of @map to settle. */
-void rpage_map_wake(struct rpage_mapping *map)
+/**
+ * rpage_map_folio_ready - a READ filled @folio of @map: it is up to date
+ * @map: the mapping.
+ * @folio: a folio of its page cache, locked by the caller, which read it.
+ *
+ * Returns false if @map was deleted by force meanwhile: then the caller
+ * truncates @folio rather than map it. Either this sees the mapping dead,
+ * or rpage_map_kill() sees the folio up to date and waits for its lock,
+ * which the caller holds until the folio is mapped.
+ */
+bool rpage_map_folio_ready(struct rpage_mapping *map, struct folio *folio)
 {
-	/* The page's new entry is visible before the waiters look. */
+	flush_dcache_folio(folio);
+	folio_mark_uptodate(folio);
+	/* Pairs with the one in rpage_map_kill(). */
 	smp_mb();
-	wake_up_var(map);
+	return !READ_ONCE(map->dead);
 }
 
 /*
@@ -86,36 +99,21 @@ void rpage_maps_peer_deleted(struct rpage_peer *peer)
 	rcu_read_unlock();
 }
 
-/* Entries of a mapping's table walked under its lock before a break. */
+/* Folios of a mapping's page cache walked before a break. */
 #define RPAGE_MAP_WALK_BATCH	1024
 
 static void rpage_map_release(struct kref *ref)
 {
 	struct rpage_mapping *map = container_of(ref, struct rpage_mapping, ref);
-	XA_STATE(xas, &map->pages, 0);
-	unsigned int n = 0;
-	void *entry;
 
-	/* Nobody else has the table now; it may hold millions of pages. */
-	rcu_read_lock();
-	xas_for_each(&xas, entry, ULONG_MAX) {
-		if (xas_retry(&xas, entry))
-			continue;
-		if (!xa_is_value(entry))
-			put_page(entry);
-		if (++n % RPAGE_MAP_WALK_BATCH)
-			continue;
-		xas_pause(&xas);
-		rcu_read_unlock();
-		cond_resched();
-		rcu_read_lock();
-	}
-	rcu_read_unlock();
-	xa_destroy(&map->pages);
 	rpage_fault_counters_free(&map->counters);
-	mem_cgroup_put(map->memcg);
 	rpage_map_detach(map);
-	/* A named mapping's own address space (see rpage-named.c). */
+	/*
+	 * The pages go with the inode, at its last reference: this one, or
+	 * the file's (areas hold it) for a mapping of /dev/rpage.
+	 */
+	if (map->file)
+		fput(map->file);
 	if (map->inode)
 		iput(map->inode);
 	/* rpage_map_get() may still be looking at it, under RCU. */
@@ -140,7 +138,7 @@ struct rpage_mapping *rpage_map_get(const struct rpage_file *rfile, u64 id,
 		return NULL;
 	rcu_read_lock();
 	map = xa_load(&rpage_maps, id);
-	if (map && ((map->owner != rfile && !(named && map->inode)) ||
+	if (map && ((map->owner != rfile && !(named && !map->owner)) ||
 		    !kref_get_unless_zero(&map->ref)))
 		map = NULL;
 	rcu_read_unlock();
@@ -202,17 +200,21 @@ struct rpage_mapping *rpage_map_new(const struct rpage_map *arg)
 	/* The mapping's reference; this call uses it until it returns. */
 	RCU_INIT_POINTER(map->peer, peer);
 	kref_init(&map->ref);
-	xa_init(&map->pages);
 	spin_lock_init(&map->ra_lock);
 	map->pool_id = arg->pool_id;
 	map->pool_offset = arg->offset;
 	map->nr_pages = arg->length >> PAGE_SHIFT;
 	map->flags = arg->flags;
-	/* Prefetches, run by workers, are charged to the mapper's cgroup. */
-	map->memcg = get_mem_cgroup_from_mm(current->mm);
 	ret = rpage_fault_counters_init(&map->counters);
 	if (ret)
 		goto err;
+	map->inode = rpage_fs_inode_new(map);
+	if (IS_ERR(map->inode)) {
+		ret = PTR_ERR(map->inode);
+		map->inode = NULL;
+		goto err;
+	}
+	map->mapping = map->inode->i_mapping;
 
 	/*
 	 * The pool must be there now (a peer reconnecting is waited for):
@@ -294,8 +296,13 @@ long rpage_ioctl_map(struct rpage_file *rfile, void __user *argp)
 	map = rpage_map_new(&arg);
 	if (IS_ERR(map))
 		return PTR_ERR(map);
+	map->file = rpage_fs_file_new(map);
+	if (IS_ERR(map->file)) {
+		ret = PTR_ERR(map->file);
+		map->file = NULL;
+		goto out;
+	}
 	map->owner = rfile;
-	map->f_mapping = rfile->file->f_mapping;
 	/*
 	 * Once in the table the mapping is its file's, and an UNMAP of its
 	 * id (ids are predictable) may drop the table's reference at once:
@@ -423,6 +430,13 @@ int rpage_mmap(struct file *file, struct vm_area_struct *vma)
 		rpage_map_put(map);
 		return -EINVAL;
 	}
+	/*
+	 * The area maps the mapping's own file, from its page @first: its
+	 * pages are that file's page cache, so rmap, unmapping and fault
+	 * indexes all go by the file (as dma_buf_mmap() switches files).
+	 */
+	vma_set_file(vma, map->file);
+	vma->vm_pgoff = first;
 	rpage_map_vma_init(vma, map);
 	return 0;
 }
@@ -433,7 +447,8 @@ void rpage_map_vma_init(struct vm_area_struct *vma, struct rpage_mapping *map)
 	/*
 	 * The area cannot grow past the mapping (mremap), is left out of
 	 * core dumps (which would fetch every page) and, being special, of
-	 * mlock: its pages are the mapping's, not the LRU's.
+	 * mlock and khugepaged: its pages stay while the mapping keeps them
+	 * (its address space is unevictable), and are base pages.
 	 */
 	rpage_vm_flags_set(vma, VM_DONTEXPAND | VM_DONTDUMP);
 	vma->vm_ops = &rpage_vm_ops;
@@ -445,49 +460,49 @@ void rpage_map_vma_init(struct vm_area_struct *vma, struct rpage_mapping *map)
  * @map: a mapping whose every page must leave every page table now (a
  *	named mapping deleted by force).
  *
- * A fault maps its page under the page's lock, having checked that the
- * mapping lives (rpage_fault_lock_page()), and so does one that fetched
- * it (after publishing it). Once the mapping is dead, taking and
- * dropping the lock of each page in the table waits for a fault that is
- * mapping it; a fault that locks it later finds the mapping dead; then
- * the zap takes down what was mapped. After this, no page of @map is
- * in any page table and none comes back.
+ * A fault maps a folio under its lock, having checked that the mapping
+ * lives, and so does one that read it (rpage_map_folio_ready()). Once
+ * the mapping is dead, taking and dropping the lock of each folio that
+ * is up to date waits for a fault that is mapping it; a fault that locks
+ * it later finds the mapping dead; a READ still in flight finds it dead
+ * when it ends. Then the zap takes down what was mapped. After this, no
+ * page of @map is in any page table and none comes back. The pages stay
+ * until the mapping goes.
  */
 void rpage_map_kill(struct rpage_mapping *map)
 {
-	XA_STATE(xas, &map->pages, 0);
+	XA_STATE(xas, &map->mapping->i_pages, 0);
+	struct folio *folio;
 	unsigned int n = 0;
-	struct page *page;
-	void *entry;
 
 	WRITE_ONCE(map->dead, true);
-	/* Pairs with the one in rpage_fault_page(), after a publish. */
+	/* Pairs with the one in rpage_map_folio_ready(). */
 	smp_mb();
 	rcu_read_lock();
-	xas_for_each(&xas, entry, ULONG_MAX) {
-		if (xas_retry(&xas, entry) || xa_is_value(entry))
+	xas_for_each(&xas, folio, ULONG_MAX) {
+		if (xas_retry(&xas, folio) || xa_is_value(folio))
 			continue;
-		page = entry;
-		if (!get_page_unless_zero(page))
+		if (!folio_test_uptodate(folio) || !folio_try_get(folio))
 			continue;
 		xas_pause(&xas);
 		rcu_read_unlock();
-		lock_page(page);
-		unlock_page(page);
-		put_page(page);
+		folio_lock(folio);
+		folio_unlock(folio);
+		folio_put(folio);
 		if (!(++n % RPAGE_MAP_WALK_BATCH))
 			cond_resched();
 		rcu_read_lock();
 	}
 	rcu_read_unlock();
-	unmap_mapping_range(map->f_mapping, 0, 0, 1);
+	unmap_mapping_range(map->mapping, 0, 0, 1);
 }
 
 /*
- * Eviction. Every page here in the range is made busy, so that faults
+ * Eviction. Every folio here in the range is locked, so that faults
  * wait; its mappings are zapped, which moves the dirty bits of the page
- * tables to the pages; dirty pages are written back; then the pages
- * go. On failure every page is put back as it was.
+ * tables to the folios; dirty ones are written back; then the folios
+ * leave the page cache. On failure every one stays as it was. A folio
+ * whose READ is in flight is left alone.
  */
 struct rpage_evict_batch {
 	struct rpage_mapping *map;
@@ -497,49 +512,58 @@ struct rpage_evict_batch {
 	struct page **pages;
 };
 
-/* Ends an eviction: drops the pages of @b, or puts them back. */
+/* Ends an eviction: truncates the folios of @b, or leaves them. */
 static void rpage_evict_settle(struct rpage_evict_batch *b, bool drop)
 {
 	unsigned long i;
 
 	for (i = 0; i < b->nr; i++) {
-		if (drop) {
-			xa_erase(&b->map->pages, b->index[i]);
-			put_page(b->pages[i]);
-		} else {
-			xa_store(&b->map->pages, b->index[i], b->pages[i],
-				 GFP_KERNEL);
-		}
+		struct folio *folio = page_folio(b->pages[i]);
+
+		if (drop)
+			rpage_folio_truncate(b->map->mapping, folio);
+		folio_unlock(folio);
+		folio_put(folio);
 		if (!((i + 1) % RPAGE_MAP_WALK_BATCH))
 			cond_resched();
 	}
-	rpage_map_wake(b->map);
 }
 
-static void rpage_evict_claim(struct rpage_evict_batch *b, unsigned long first,
-			      unsigned long last)
+/*
+ * Takes @folio (referenced) into @b, locked, if it is still an up to
+ * date folio of the mapping; drops it otherwise.
+ */
+static void rpage_evict_take(struct rpage_evict_batch *b, struct folio *folio)
 {
-	XA_STATE(xas, &b->map->pages, first);
-	unsigned int n = 0;
-	void *entry;
-
-	xas_lock(&xas);
-	xas_for_each(&xas, entry, last) {
-		if (xa_is_value(entry))
-			continue;
-		b->index[b->nr] = xas.xa_index;
-		b->pages[b->nr++] = entry;
-		xas_clear_mark(&xas, RPAGE_MARK_PREFETCHED);
-		xas_store(&xas, RPAGE_PAGE_BUSY);
-		/* What is claimed stays busy: the lock may go meanwhile. */
-		if (++n % RPAGE_MAP_WALK_BATCH)
-			continue;
-		xas_pause(&xas);
-		xas_unlock(&xas);
-		cond_resched();
-		xas_lock(&xas);
+	if (folio_test_uptodate(folio)) {
+		folio_lock(folio);
+		if (folio->mapping == b->map->mapping &&
+		    folio_test_uptodate(folio)) {
+			b->index[b->nr] = folio->index;
+			b->pages[b->nr++] = &folio->page;
+			return;
+		}
+		folio_unlock(folio);
 	}
-	xas_unlock(&xas);
+	folio_put(folio);
+}
+
+/* Locks into @b the folios of [@first, @last] that are up to date. */
+static void rpage_evict_claim(struct rpage_evict_batch *b, pgoff_t first,
+			      pgoff_t last)
+{
+	struct folio_batch fbatch;
+	unsigned int i;
+
+	folio_batch_init(&fbatch);
+	while (filemap_get_folios(b->map->mapping, &first, last, &fbatch)) {
+		/* In index order, as every eviction locks them. */
+		for (i = 0; i < folio_batch_count(&fbatch); i++)
+			rpage_evict_take(b, fbatch.folios[i]);
+		/* Each reference was taken over, or dropped: empty it. */
+		folio_batch_init(&fbatch);
+		cond_resched();
+	}
 }
 
 /*
@@ -591,13 +615,13 @@ static int rpage_evict_write(struct rpage_evict_batch *b)
 	return ret == -EPERM ? -EROFS : ret;
 }
 
-/* Moves the dirty pages of @b to its front; counts them. */
+/* Moves the dirty folios of @b to its front; counts them. */
 static void rpage_evict_sort_dirty(struct rpage_evict_batch *b)
 {
 	unsigned long i;
 
 	for (i = 0; i < b->nr; i++) {
-		if (!PageDirty(b->pages[i]))
+		if (!folio_test_dirty(page_folio(b->pages[i])))
 			continue;
 		swap(b->pages[i], b->pages[b->nr_dirty]);
 		swap(b->index[i], b->index[b->nr_dirty]);
@@ -609,7 +633,6 @@ static int rpage_evict(struct rpage_mapping *map, unsigned long first,
 		       unsigned long nr, struct rpage_evict *arg)
 {
 	struct rpage_evict_batch b = { .map = map };
-	unsigned long i;
 	int ret = 0;
 
 	/* The range is the caller's to choose: too large is ENOMEM, no WARN. */
@@ -623,17 +646,12 @@ static int rpage_evict(struct rpage_mapping *map, unsigned long first,
 	if (!b.nr)
 		goto out;
 	/*
-	 * A fault that found a page before the claim maps it under the page
-	 * lock (see rpage_fault_lock_page()): with every lock taken, those
-	 * mappings are in place, and the zap below takes them all down.
+	 * A fault maps a folio under its lock: with every lock taken, those
+	 * mappings are in place, the zap takes them all down, and none comes
+	 * back while the locks are held.
 	 */
-	for (i = 0; i < b.nr; i++)
-		lock_page(b.pages[i]);
-	unmap_mapping_range(map->f_mapping,
-			    (loff_t)(map->pgoff + first) << PAGE_SHIFT,
+	unmap_mapping_range(map->mapping, (loff_t)first << PAGE_SHIFT,
 			    (loff_t)nr << PAGE_SHIFT, 1);
-	for (i = 0; i < b.nr; i++)
-		unlock_page(b.pages[i]);
 	rpage_evict_sort_dirty(&b);
 	if (b.nr_dirty)
 		ret = rpage_evict_write(&b);

@@ -6,8 +6,8 @@
  * A VMM takes guest RAM from a path: QEMU's memory-backend-file opens it
  * and maps it MAP_SHARED from offset 0, and asks its size with lseek().
  * A named mapping is that path. Like a device-dax node, every open of it
- * shares one address space (the mapping's own inode, on a small pseudo
- * file system), so that every process mapping it sees one copy of each
+ * shares one address space (the mapping's own inode, rpage-fs.c), so
+ * that every process mapping it sees one copy of each
  * page and an eviction unmaps the page from all of them; the mapping's
  * liveness is checked at open, at mmap and at every fault. The node's
  * owner, group and mode say which VMM may open it, so an operator can
@@ -22,8 +22,7 @@
 #include <linux/device.h>
 #include <linux/fs.h>
 #include <linux/mm.h>
-#include <linux/mount.h>
-#include <linux/pseudo_fs.h>
+#include <linux/pagemap.h>
 #include <linux/slab.h>
 #include <linux/uaccess.h>
 
@@ -36,8 +35,6 @@
  * open the next mapping made.
  */
 #define RPAGE_NAMED_MINORS	(MINORMASK + 1)
-/* Of the pseudo file system their address spaces live on. */
-#define RPAGE_NAMED_FS_MAGIC	0x72706d66	/* "rpmf" */
 
 /**
  * struct rpage_named - a named mapping and its device node
@@ -66,18 +63,6 @@ static DEFINE_XARRAY_ALLOC(rpage_named_minors);
 static u32 rpage_named_next_minor;
 static dev_t rpage_named_devt;
 static struct cdev rpage_named_cdev;
-static struct vfsmount *rpage_named_mnt;
-
-static int rpage_named_init_fs_context(struct fs_context *fc)
-{
-	return init_pseudo(fc, RPAGE_NAMED_FS_MAGIC) ? 0 : -ENOMEM;
-}
-
-static struct file_system_type rpage_named_fs_type = {
-	.name		= "rpage-map",
-	.init_fs_context = rpage_named_init_fs_context,
-	.kill_sb	= kill_anon_super,
-};
 
 static struct class rpage_named_class = {
 	.name		= RPAGE_MAP_NODE_DIR,
@@ -126,7 +111,7 @@ static int rpage_named_open(struct inode *inode, struct file *file)
 		return -ENXIO;
 	file->private_data = map;
 	/* One address space for every open, whatever inode it came by. */
-	file->f_mapping = map->f_mapping;
+	file->f_mapping = map->mapping;
 	return 0;
 }
 
@@ -206,25 +191,6 @@ static int rpage_named_check(const struct rpage_map_add *arg,
 	return rpage_map_check(m);
 }
 
-/* The mapping of @m, with its own inode, not yet in the table. */
-static struct rpage_mapping *rpage_named_map_new(const struct rpage_map *m)
-{
-	struct rpage_mapping *map;
-	struct inode *inode;
-
-	map = rpage_map_new(m);
-	if (IS_ERR(map))
-		return map;
-	inode = alloc_anon_inode(rpage_named_mnt->mnt_sb);
-	if (IS_ERR(inode)) {
-		rpage_map_put(map);
-		return ERR_CAST(inode);
-	}
-	map->inode = inode;
-	map->f_mapping = inode->i_mapping;
-	return map;
-}
-
 /* Frees @n before it was ever added as a device. */
 static void rpage_named_abort(struct rpage_named *n)
 {
@@ -269,7 +235,7 @@ long rpage_ioctl_map_add(struct rpage_file *rfile, void __user *argp)
 		put_device(&n->dev);
 		return ret;
 	}
-	n->map = rpage_named_map_new(&m);
+	n->map = rpage_map_new(&m);
 	if (IS_ERR(n->map)) {
 		ret = PTR_ERR(n->map);
 		n->map = NULL;
@@ -388,30 +354,6 @@ long rpage_ioctl_map_del(struct rpage_file *rfile, void __user *argp)
 	return 0;
 }
 
-/* Pages of @map that are here. */
-static u64 rpage_named_pages_local(struct rpage_mapping *map)
-{
-	XA_STATE(xas, &map->pages, 0);
-	u64 nr = 0;
-	void *entry;
-
-	rcu_read_lock();
-	xas_for_each(&xas, entry, ULONG_MAX) {
-		if (xas_retry(&xas, entry))
-			continue;
-		if (!xa_is_value(entry))
-			nr++;
-		if (need_resched()) {
-			xas_pause(&xas);
-			rcu_read_unlock();
-			cond_resched();
-			rcu_read_lock();
-		}
-	}
-	rcu_read_unlock();
-	return nr;
-}
-
 static u32 rpage_named_fill(void *entries, u32 filled, void *ctx)
 {
 	struct rpage_map_info *infos = entries;
@@ -439,7 +381,8 @@ static u32 rpage_named_fill(void *entries, u32 filled, void *ctx)
 			info->offset = map->pool_offset;
 			info->length = (u64)map->nr_pages << PAGE_SHIFT;
 			info->map_id = map->id;
-			info->pages_local = rpage_named_pages_local(map);
+			/* Pages here, and pages being read. */
+			info->pages_local = READ_ONCE(map->mapping->nrpages);
 			info->users = rpage_named_users(n);
 			info->uid = from_kuid_munged(current_user_ns(), n->uid);
 			info->gid = from_kgid_munged(current_user_ns(), n->gid);
@@ -460,13 +403,10 @@ int rpage_named_init(void)
 {
 	int ret;
 
-	rpage_named_mnt = kern_mount(&rpage_named_fs_type);
-	if (IS_ERR(rpage_named_mnt))
-		return PTR_ERR(rpage_named_mnt);
 	ret = alloc_chrdev_region(&rpage_named_devt, 0, RPAGE_NAMED_MINORS,
 				  RPAGE_MAP_NODE_DIR);
 	if (ret)
-		goto err_mnt;
+		return ret;
 	cdev_init(&rpage_named_cdev, &rpage_named_fops);
 	rpage_named_cdev.owner = THIS_MODULE;
 	ret = cdev_add(&rpage_named_cdev, rpage_named_devt, RPAGE_NAMED_MINORS);
@@ -481,8 +421,6 @@ err_cdev:
 	cdev_del(&rpage_named_cdev);
 err_region:
 	unregister_chrdev_region(rpage_named_devt, RPAGE_NAMED_MINORS);
-err_mnt:
-	kern_unmount(rpage_named_mnt);
 	return ret;
 }
 
@@ -503,5 +441,4 @@ void rpage_named_exit(void)
 	class_unregister(&rpage_named_class);
 	cdev_del(&rpage_named_cdev);
 	unregister_chrdev_region(rpage_named_devt, RPAGE_NAMED_MINORS);
-	kern_unmount(rpage_named_mnt);
 }

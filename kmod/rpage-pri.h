@@ -667,10 +667,14 @@ struct rpage_xfer_run {
  *	named one's node is mapped from offset 0).
  * @owner: the file it was created through; only compared, never used.
  *	NULL for a named one.
- * @inode: a named one's own inode, whose address space every open file
- *	of its node uses; NULL for the others.
+ * @inode: its own inode (rpage-fs.c), whose page cache holds its pages,
+ *	at their index in the mapping; referenced.
+ * @mapping: that page cache: @inode's address space. Every area mapping
+ *	it is in it, for unmapping pages.
+ * @file: a file of @inode, which areas of /dev/rpage are switched to
+ *	when they are mapped; NULL for a named one (its node's files use
+ *	@mapping).
  * @dead: a named one deleted while in use: every fault raises SIGBUS.
- * @f_mapping: the address space its areas are in, for unmapping pages.
  * @peer: the peer whose pool it maps, referenced; NULL once that peer
  *	is deleted (rpage_maps_peer_deleted()): the pages here stay, the
  *	others can never be read. Read it with rpage_map_peer_get(), or
@@ -679,14 +683,11 @@ struct rpage_xfer_run {
  * @pool_generation: the incarnation of the pool it maps.
  * @node_id: the exporter's node id when it was made.
  * @pool_offset: where in the pool the mapping starts, bytes.
- * @pgoff: the page offset of its first page in @f_mapping.
+ * @pgoff: the mmap offset of its first page on /dev/rpage, in pages: a
+ *	cookie only (areas are rebased to offset 0 of @file).
  * @nr_pages: pages.
  * @flags: RPAGE_MAP_*.
- * @pages: its pages by index: absent (NULL), here (a struct page, holding
- *	a reference) or busy being fetched or evicted (RPAGE_PAGE_BUSY).
  * @counters: its fault-path counters, per CPU.
- * @memcg: the memory cgroup of the process that made it, referenced (or
- *	NULL): what its prefetches are charged to.
  * @ra_lock: protects the read-ahead state below.
  * @ra_last: the index of the last fault.
  * @ra_stride: the distance between the last two faults.
@@ -699,8 +700,9 @@ struct rpage_mapping {
 	u32 id;
 	const struct rpage_file *owner;
 	struct inode *inode;
+	struct address_space *mapping;
+	struct file *file;
 	bool dead;
-	struct address_space *f_mapping;
 	struct rpage_peer __rcu *peer;
 	u64 pool_id;
 	u64 pool_generation;
@@ -709,9 +711,7 @@ struct rpage_mapping {
 	pgoff_t pgoff;
 	unsigned long nr_pages;
 	u32 flags;
-	struct xarray pages;
 	struct rpage_fault_counters_pcpu __percpu *counters;
-	struct mem_cgroup *memcg;
 	spinlock_t ra_lock;		/* see kernel-doc */
 	long ra_last;
 	long ra_stride;
@@ -733,10 +733,6 @@ enum rpage_fault_result {
 #define RPAGE_MAP_ID_SHIFT	32
 #define RPAGE_MAP_ID_MAX	((1U << 19) - 1)
 
-/* A page of a mapping being fetched or evicted: faults on it wait. */
-#define RPAGE_PAGE_BUSY		xa_mk_value(1)
-/* A page prefetch brought in and no fault has used yet. */
-#define RPAGE_MARK_PREFETCHED	XA_MARK_0
 
 /* rpage-pool.c: the memory this host exports. */
 extern struct mutex rpage_pools_lock;
@@ -978,12 +974,18 @@ struct rpage_mapping *rpage_map_get_range(const struct rpage_file *rfile,
 void rpage_map_put(struct rpage_mapping *map);
 void rpage_maps_file_release(struct rpage_file *rfile);
 int rpage_mmap(struct file *file, struct vm_area_struct *vma);
-void rpage_map_wake(struct rpage_mapping *map);
+bool rpage_map_folio_ready(struct rpage_mapping *map, struct folio *folio);
 struct rpage_peer *rpage_map_peer_get(struct rpage_mapping *map);
 void rpage_maps_peer_deleted(struct rpage_peer *peer);
 void rpage_map_xfer_init(struct rpage_mapping *map, struct rpage_xfer *x,
 			 struct rpage_xfer_range *range, bool write);
 void rpage_map_xfer_release(struct rpage_xfer *x);
+
+/* rpage-fs.c */
+int rpage_fs_init(void);
+void rpage_fs_exit(void);
+struct inode *rpage_fs_inode_new(struct rpage_mapping *map);
+struct file *rpage_fs_file_new(struct rpage_mapping *map);
 
 /* rpage-named.c */
 int rpage_named_init(void);

@@ -663,8 +663,11 @@ struct rpage_device_stats {
  * the page is local and writable (post-copy). The mapping is bound to
  * the pool as it is now: if the peer destroys it, or destroys it and
  * creates another pool with the same id, the mapping never reads the
- * new one. A page a fault reads is charged to the memory cgroup of the
- * faulting process, and stays charged while the mapping holds it. A fault
+ * new one. The pages are the page cache of an inode of the mapping's own:
+ * a page a fault reads is charged, as file memory, to the memory cgroup
+ * of the process whose memory it is (the one whose page tables it fills,
+ * also when another task faults it in, as KVM's asynchronous page faults
+ * do), and stays charged while the mapping holds it. A fault
  * waits out a transport failure (see struct rpage_io)
  * without holding the process's mmap lock; pages that cannot be read
  * (pool gone or replaced, peer unreachable past its loss timeout, peer
@@ -737,7 +740,7 @@ struct rpage_unmap {
  * instead of issuing its own; a fault on a page further on reads it
  * itself, without waiting for the pages before it. Without
  * RPAGE_PREFETCH_WAIT the READs run in the background. The pages are
- * charged to the memory cgroup of the process that made the mapping;
+ * charged to the memory cgroup of the caller of this call;
  * when memory runs out (of the host or of that cgroup) the prefetch
  * stops, without making the kernel kill a process, logs how many pages
  * it left, and those stay absent. A failed transfer stops it too. Like
