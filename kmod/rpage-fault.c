@@ -175,9 +175,14 @@ static struct folio *rpage_folio_create(struct rpage_mapping *map,
 	folio = filemap_alloc_folio(gfp, 0);
 	if (!folio)
 		return ERR_PTR(-ENOMEM);
-	old = set_active_memcg(memcg);
-	ret = filemap_add_folio(map->mapping, folio, index, gfp);
-	set_active_memcg(old);
+	/* The page cache charges the active cgroup, or the caller's. */
+	if (memcg) {
+		old = set_active_memcg(memcg);
+		ret = filemap_add_folio(map->mapping, folio, index, gfp);
+		set_active_memcg(old);
+	} else {
+		ret = filemap_add_folio(map->mapping, folio, index, gfp);
+	}
 	if (ret) {
 		folio_put(folio);
 		return ERR_PTR(ret);

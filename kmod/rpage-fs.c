@@ -14,8 +14,9 @@
  * dma_buf_mmap() switches files).
  *
  * Only the mappings hold these inodes (never a file: files are on
- * anon_inodefs or devtmpfs), and a mapping goes by this module's code,
- * so no inode, page or super block here outlives the module.
+ * anon_inodefs or devtmpfs, and hold the mapping), and a mapping goes by
+ * this module's code, so no inode, page or super block here outlives
+ * the module.
  *
  * For now the pages are kept: the address space is unevictable (as
  * secretmem's is), so reclaim never drops one, and a page leaves only by
@@ -58,9 +59,16 @@ static const struct address_space_operations rpage_fs_aops = {
 	.migrate_folio	= filemap_migrate_folio,
 };
 
-/* The files areas of /dev/rpage map: they hold the module. */
+static int rpage_fs_file_release(struct inode *inode, struct file *file)
+{
+	rpage_map_put(file->private_data);
+	return 0;
+}
+
+/* The files areas of /dev/rpage map: they hold the module and the mapping. */
 static const struct file_operations rpage_fs_file_fops = {
 	.owner		= THIS_MODULE,
+	.release	= rpage_fs_file_release,
 };
 
 /**
@@ -87,21 +95,24 @@ struct inode *rpage_fs_inode_new(struct rpage_mapping *map)
 }
 
 /**
- * rpage_fs_file_new - a file of @map's pages, for areas of /dev/rpage
+ * rpage_fs_file_new - a file of @map's pages, for an area of /dev/rpage
  * @map: a mapping with its inode.
  *
- * An anonymous file whose address space is @map's: areas mapping it
- * hold it, and it holds the module (areas hold @map too, which holds
- * the inode). Returns it, or an ERR_PTR().
+ * An anonymous file whose address space is @map's, as a named mapping's
+ * node files are: the area mapping it holds it, and it holds the module
+ * and @map (which holds the inode) for as long as anyone holds it.
+ * Returns it, or an ERR_PTR().
  */
 struct file *rpage_fs_file_new(struct rpage_mapping *map)
 {
 	struct file *file;
 
-	file = anon_inode_getfile("[rpage-map]", &rpage_fs_file_fops, NULL,
+	file = anon_inode_getfile("[rpage-map]", &rpage_fs_file_fops, map,
 				  O_RDWR);
-	if (!IS_ERR(file))
-		file->f_mapping = map->mapping;
+	if (IS_ERR(file))
+		return file;
+	kref_get(&map->ref);
+	file->f_mapping = map->mapping;
 	return file;
 }
 

@@ -108,12 +108,7 @@ static void rpage_map_release(struct kref *ref)
 
 	rpage_fault_counters_free(&map->counters);
 	rpage_map_detach(map);
-	/*
-	 * The pages go with the inode, at its last reference: this one, or
-	 * the file's (areas hold it) for a mapping of /dev/rpage.
-	 */
-	if (map->file)
-		fput(map->file);
+	/* The pages go with the inode. */
 	if (map->inode)
 		iput(map->inode);
 	/* rpage_map_get() may still be looking at it, under RCU. */
@@ -296,12 +291,6 @@ long rpage_ioctl_map(struct rpage_file *rfile, void __user *argp)
 	map = rpage_map_new(&arg);
 	if (IS_ERR(map))
 		return PTR_ERR(map);
-	map->file = rpage_fs_file_new(map);
-	if (IS_ERR(map->file)) {
-		ret = PTR_ERR(map->file);
-		map->file = NULL;
-		goto out;
-	}
 	map->owner = rfile;
 	/*
 	 * Once in the table the mapping is its file's, and an UNMAP of its
@@ -413,6 +402,7 @@ int rpage_mmap(struct file *file, struct vm_area_struct *vma)
 {
 	struct rpage_file *rfile = file->private_data;
 	struct rpage_mapping *map;
+	struct file *map_file;
 	pgoff_t first;
 
 	/* Pairs with the smp_store_release() in rpage_ioctl_api(). */
@@ -431,11 +421,17 @@ int rpage_mmap(struct file *file, struct vm_area_struct *vma)
 		return -EINVAL;
 	}
 	/*
-	 * The area maps the mapping's own file, from its page @first: its
-	 * pages are that file's page cache, so rmap, unmapping and fault
+	 * The area maps a file of the mapping's own, from its page @first:
+	 * its pages are that file's page cache, so rmap, unmapping and fault
 	 * indexes all go by the file (as dma_buf_mmap() switches files).
 	 */
-	vma_set_file(vma, map->file);
+	map_file = rpage_fs_file_new(map);
+	if (IS_ERR(map_file)) {
+		rpage_map_put(map);
+		return PTR_ERR(map_file);
+	}
+	vma_set_file(vma, map_file);
+	fput(map_file);
 	vma->vm_pgoff = first;
 	rpage_map_vma_init(vma, map);
 	return 0;
@@ -531,39 +527,55 @@ static void rpage_evict_settle(struct rpage_evict_batch *b, bool drop)
 
 /*
  * Takes @folio (referenced) into @b, locked, if it is still an up to
- * date folio of the mapping; drops it otherwise.
+ * date folio of the mapping; drops it otherwise. -EINTR if a fatal
+ * signal came while it waited for the lock (another eviction's write).
  */
-static void rpage_evict_take(struct rpage_evict_batch *b, struct folio *folio)
+static int rpage_evict_take(struct rpage_evict_batch *b, struct folio *folio)
 {
+	int ret = 0;
+
 	if (folio_test_uptodate(folio)) {
-		folio_lock(folio);
-		if (folio->mapping == b->map->mapping &&
+		ret = folio_lock_killable(folio);
+		if (!ret && folio->mapping == b->map->mapping &&
 		    folio_test_uptodate(folio)) {
 			b->index[b->nr] = folio->index;
 			b->pages[b->nr++] = &folio->page;
-			return;
+			return 0;
 		}
-		folio_unlock(folio);
+		if (!ret)
+			folio_unlock(folio);
 	}
 	folio_put(folio);
+	return ret;
 }
 
-/* Locks into @b the folios of [@first, @last] that are up to date. */
-static void rpage_evict_claim(struct rpage_evict_batch *b, pgoff_t first,
-			      pgoff_t last)
+/*
+ * Locks into @b the folios of [@first, @last] that are up to date; 0 or
+ * -EINTR, with what it took still in @b.
+ */
+static int rpage_evict_claim(struct rpage_evict_batch *b, pgoff_t first,
+			     pgoff_t last)
 {
 	struct folio_batch fbatch;
 	unsigned int i;
+	int ret = 0;
 
 	folio_batch_init(&fbatch);
 	while (filemap_get_folios(b->map->mapping, &first, last, &fbatch)) {
 		/* In index order, as every eviction locks them. */
-		for (i = 0; i < folio_batch_count(&fbatch); i++)
-			rpage_evict_take(b, fbatch.folios[i]);
+		for (i = 0; i < folio_batch_count(&fbatch); i++) {
+			if (ret)
+				folio_put(fbatch.folios[i]);
+			else
+				ret = rpage_evict_take(b, fbatch.folios[i]);
+		}
 		/* Each reference was taken over, or dropped: empty it. */
 		folio_batch_init(&fbatch);
+		if (ret)
+			return ret;
 		cond_resched();
 	}
+	return 0;
 }
 
 /*
@@ -642,9 +654,11 @@ static int rpage_evict(struct rpage_mapping *map, unsigned long first,
 		ret = -ENOMEM;
 		goto out;
 	}
-	rpage_evict_claim(&b, first, first + nr - 1);
-	if (!b.nr)
+	ret = rpage_evict_claim(&b, first, first + nr - 1);
+	if (ret || !b.nr) {
+		rpage_evict_settle(&b, false);
 		goto out;
+	}
 	/*
 	 * A fault maps a folio under its lock: with every lock taken, those
 	 * mappings are in place, the zap takes them all down, and none comes

@@ -669,11 +669,9 @@ struct rpage_xfer_run {
  *	NULL for a named one.
  * @inode: its own inode (rpage-fs.c), whose page cache holds its pages,
  *	at their index in the mapping; referenced.
- * @mapping: that page cache: @inode's address space. Every area mapping
- *	it is in it, for unmapping pages.
- * @file: a file of @inode, which areas of /dev/rpage are switched to
- *	when they are mapped; NULL for a named one (its node's files use
- *	@mapping).
+ * @mapping: that page cache: @inode's address space, which every file
+ *	an area maps it by uses (rpage_fs_file_new(), a named one's node
+ *	files). Every such area is in it, for unmapping pages.
  * @dead: a named one deleted while in use: every fault raises SIGBUS.
  * @peer: the peer whose pool it maps, referenced; NULL once that peer
  *	is deleted (rpage_maps_peer_deleted()): the pages here stay, the
@@ -684,7 +682,7 @@ struct rpage_xfer_run {
  * @node_id: the exporter's node id when it was made.
  * @pool_offset: where in the pool the mapping starts, bytes.
  * @pgoff: the mmap offset of its first page on /dev/rpage, in pages: a
- *	cookie only (areas are rebased to offset 0 of @file).
+ *	cookie only (areas are rebased to offset 0 of their own file).
  * @nr_pages: pages.
  * @flags: RPAGE_MAP_*.
  * @counters: its fault-path counters, per CPU.
@@ -701,7 +699,6 @@ struct rpage_mapping {
 	const struct rpage_file *owner;
 	struct inode *inode;
 	struct address_space *mapping;
-	struct file *file;
 	bool dead;
 	struct rpage_peer __rcu *peer;
 	u64 pool_id;
@@ -732,7 +729,6 @@ enum rpage_fault_result {
 /* The mmap offset of mapping @id, in pages; ids have 19 bits. */
 #define RPAGE_MAP_ID_SHIFT	32
 #define RPAGE_MAP_ID_MAX	((1U << 19) - 1)
-
 
 /* rpage-pool.c: the memory this host exports. */
 extern struct mutex rpage_pools_lock;
