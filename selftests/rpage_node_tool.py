@@ -16,6 +16,10 @@
                                at OFFSET and the last page: exits 0 if it
                                could, or dies of the signal (SIGBUS) the
                                kernel sends
+  map PATH --ready F --go G
+                               map it shared and touch nothing; write the
+                               address it is mapped at (decimal) to F,
+                               wait for G, then exit 0
   qtest SOCKET ADDR LENGTH     read guest-physical memory through QEMU's
                                qtest socket; raw bytes on standard output
   qtest-pages SOCKET POOL SIZE COUNT
@@ -27,6 +31,7 @@
 Exit status 0 on success, 1 on an error (said on standard error).
 """
 import base64
+import ctypes
 import errno
 import mmap
 import os
@@ -73,15 +78,29 @@ def cmd_hold(path, offset, ready, go):
     first = m[offset]
     with open(ready, "w") as f:
         f.write(f"{first}\n")
+    wait_for(go)
+    # A deleted mapping: each of these dies of SIGBUS.
+    _ = m[offset]
+    _ = m[len(m) - 1]
+    print("read after go")
+    return 0
+
+
+def wait_for(go):
     deadline = time.monotonic() + 300
     while not os.path.exists(go):
         if time.monotonic() > deadline:
             fail(f"{go} never came")
         time.sleep(0.05)
-    # A deleted mapping: each of these dies of SIGBUS.
-    _ = m[offset]
-    _ = m[len(m) - 1]
-    print("read after go")
+
+
+def cmd_map(path, ready, go):
+    m = shared_map(path)
+    addr = ctypes.addressof(ctypes.c_char.from_buffer(m))
+    with open(ready + ".tmp", "w") as f:
+        f.write(f"{addr}\n")
+    os.rename(ready + ".tmp", ready)
+    wait_for(go)
     return 0
 
 
@@ -172,6 +191,9 @@ def main(argv):
     elif cmd == "hold" and len(argv) == 8 and argv[4] == "--ready" \
             and argv[6] == "--go":
         return cmd_hold(path, int(argv[3], 0), argv[5], argv[7])
+    elif cmd == "map" and len(argv) == 7 and argv[3] == "--ready" \
+            and argv[5] == "--go":
+        return cmd_map(path, argv[4], argv[6])
     elif cmd == "qtest-pages" and len(argv) == 6:
         return cmd_qtest_pages(path, int(argv[3], 0), int(argv[4], 0),
                                int(argv[5], 0))

@@ -171,6 +171,17 @@ expect_eq() {
 	[ "$1" = "$2" ] || fail "${3:-value}: got '$1', want '$2'"
 }
 
+# cgroup v2 at /sys/fs/cgroup, its children with the memory controller.
+memcg_up() {
+	mountpoint -q /sys/fs/cgroup || mount -t cgroup2 none /sys/fs/cgroup || return 1
+	echo +memory > /sys/fs/cgroup/cgroup.subtree_control
+}
+
+# memcg_stat CGROUP KEY: KEY's value in CGROUP's memory.stat (bytes).
+memcg_stat() {
+	awk -v k="$2" '$1 == k { print $2; found = 1 } END { exit !found }' "$1/memory.stat"
+}
+
 # jq, with no input an error: Debian's jq 1.6 takes empty input for
 # success even with -e, so that a check of what a command printed would
 # pass when the command failed and printed nothing.

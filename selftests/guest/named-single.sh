@@ -57,6 +57,51 @@ test_named_kvm_fault_does_not_wait() {
 	"$RPAGECTL" map del kvm && rmmod rpage_gup_test
 }
 
+# A mapping's pages are charged to the process whose memory they are.
+# The named mapping is made from one memory cgroup (rpagectl's), mapped
+# by a process in a second, and its pages faulted in by a third that
+# reads the second's memory through /proc/PID/mem: get_user_pages of
+# another process's memory, as KVM's asynchronous page faults and
+# process_vm_readv take them. The second cgroup is charged with them,
+# as file memory (page cache) that stays (unevictable); neither other
+# cgroup is, as file or as kernel memory. The bytes are the pool's.
+test_named_pages_charged_to_their_process() {
+	local cg=/sys/fs/cgroup/rpage-charge g pid addr size=$((16 << 20)) v
+	memcg_up || fail "no memory cgroup" || return
+	for g in maker holder reader; do
+		mkdir -p "$cg-$g" || return
+	done
+	bash -c "echo \$\$ > $cg-maker/cgroup.procs && exec $RPAGECTL map add charge peer self pool $NAMED_POOL" ||
+		fail "map add" || return
+	wait_until 10 test -c /dev/rpage-map/charge || fail "no node" || return
+	rm -f /tmp/mapped /tmp/go
+	bash -c "echo \$\$ > $cg-holder/cgroup.procs && exec $NODE_TOOL map /dev/rpage-map/charge --ready /tmp/mapped --go /tmp/go" &
+	pid=$!
+	wait_until 60 test -s /tmp/mapped || fail "the holder never mapped it" || return
+	addr=$(cat /tmp/mapped)
+	bash -c "echo \$\$ > $cg-reader/cgroup.procs && exec dd if=/proc/$pid/mem bs=1M iflag=skip_bytes,fullblock skip=$addr count=$((size >> 20)) status=none" |
+		"$NAMED_PATTERN" check-file "$NAMED_POOL" - || fail "the bytes read through /proc/$pid/mem" || return
+	for g in maker holder reader; do
+		echo "$g: $(grep -E '^(file|kernel|unevictable) ' "$cg-$g/memory.stat" | tr '\n' ' ')"
+	done
+	v=$(memcg_stat "$cg-holder" file) && [ "$v" -ge "$size" ] ||
+		fail "the holder's cgroup has ${v:-?} bytes of file memory, under $size" || return
+	v=$(memcg_stat "$cg-holder" unevictable) && [ "$v" -ge "$size" ] ||
+		fail "the holder's cgroup has ${v:-?} bytes unevictable, under $size" || return
+	for g in maker reader; do
+		v=$(memcg_stat "$cg-$g" file) && [ "$v" -lt $((size / 4)) ] ||
+			fail "the $g's cgroup was charged ${v:-?} bytes of file memory" || return
+		v=$(memcg_stat "$cg-$g" kernel) && [ "$v" -lt $((size / 4)) ] ||
+			fail "the $g's cgroup was charged ${v:-?} bytes of kernel memory" || return
+	done
+	touch /tmp/go
+	wait "$pid" || fail "the holder" || return
+	"$RPAGECTL" map del charge || return
+	for g in maker holder reader; do
+		rmdir "$cg-$g" || return
+	done
+}
+
 test_named_map_add_makes_a_node() {
 	"$RPAGECTL" map add vm peer self pool "$NAMED_POOL" owner nobody group nogroup mode 0640 ||
 		fail "map add" || return
@@ -417,6 +462,7 @@ test_named_unload_with_a_mapping() {
 tap_begin named
 run_test named_setup test_named_setup
 run_test named_kvm_fault_does_not_wait test_named_kvm_fault_does_not_wait
+run_test named_pages_charged_to_their_process test_named_pages_charged_to_their_process
 run_test named_map_add_makes_a_node_of_its_size_and_owner test_named_map_add_makes_a_node
 run_test named_qemu_guest_ram_is_the_pool test_named_qemu_guest_ram_is_the_pool
 run_test named_qemu_refuses_a_size_past_the_node test_named_qemu_refuses_a_larger_size

@@ -122,8 +122,7 @@ if [ "$RPAGE_SLOW" -gt 1 ]; then
 	CG_TOUCH=128M
 fi
 cgroup_up() {
-	mountpoint -q /sys/fs/cgroup || mount -t cgroup2 none /sys/fs/cgroup || return 1
-	echo +memory > /sys/fs/cgroup/cgroup.subtree_control || return 1
+	memcg_up || return 1
 	mkdir -p "$CG" && echo "${CG_MAX_MIB}M" > "$CG/memory.max"
 }
 
