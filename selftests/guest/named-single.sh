@@ -64,11 +64,15 @@ test_named_kvm_fault_does_not_wait() {
 # another process's memory, as KVM's asynchronous page faults and
 # process_vm_readv take them. The second cgroup is charged with them,
 # as file memory (page cache) that stays (unevictable); neither other
-# cgroup is, as file or as kernel memory. The bytes are the pool's.
+# cgroup is, as file or as kernel memory. A fourth faults 256 pages as
+# a vCPU does (FOLL_NOWAIT, whose READ runs in a worker, then again):
+# charged to it, not to the maker. The bytes are the pool's.
 test_named_pages_charged_to_their_process() {
 	local cg=/sys/fs/cgroup/rpage-charge g pid addr size=$((16 << 20)) v
+	local small=$((512 << 10))
 	memcg_up || fail "no memory cgroup" || return
-	for g in maker holder reader; do
+	insmod "$RPAGE_GUP_KO" || fail "insmod rpage_gup_test" || return
+	for g in maker holder reader vcpu; do
 		mkdir -p "$cg-$g" || return
 	done
 	bash -c "echo \$\$ > $cg-maker/cgroup.procs && exec $RPAGECTL map add charge peer self pool $NAMED_POOL" ||
@@ -81,23 +85,29 @@ test_named_pages_charged_to_their_process() {
 	addr=$(cat /tmp/mapped)
 	bash -c "echo \$\$ > $cg-reader/cgroup.procs && exec dd if=/proc/$pid/mem bs=1M iflag=skip_bytes,fullblock skip=$addr count=$((size >> 20)) status=none" |
 		"$NAMED_PATTERN" check-file "$NAMED_POOL" - || fail "the bytes read through /proc/$pid/mem" || return
-	for g in maker holder reader; do
+	bash -c "echo \$\$ > $cg-vcpu/cgroup.procs && RPAGE_SLOW=$RPAGE_SLOW exec python3 $RPAGE_REPO/selftests/rpage_gup_fault.py /dev/rpage-map/charge $((32 << 20)) 255" \
+		2> /tmp/gup.err > /tmp/gup.out || { cat /tmp/gup.err; fail "faults as KVM's"; return; }
+	"$NAMED_PATTERN" check-file "$NAMED_POOL" - --offset $((32 << 20)) < /tmp/gup.out ||
+		fail "the bytes of the pages got as KVM's" || return
+	for g in maker holder reader vcpu; do
 		echo "$g: $(grep -E '^(file|kernel|unevictable) ' "$cg-$g/memory.stat" | tr '\n' ' ')"
 	done
 	v=$(memcg_stat "$cg-holder" file) && [ "$v" -ge "$size" ] ||
 		fail "the holder's cgroup has ${v:-?} bytes of file memory, under $size" || return
 	v=$(memcg_stat "$cg-holder" unevictable) && [ "$v" -ge "$size" ] ||
 		fail "the holder's cgroup has ${v:-?} bytes unevictable, under $size" || return
+	v=$(memcg_stat "$cg-vcpu" file) && [ "$v" -ge $((1 << 20)) ] ||
+		fail "the vCPU's cgroup has ${v:-?} bytes of file memory, under 1 MiB" || return
 	for g in maker reader; do
-		v=$(memcg_stat "$cg-$g" file) && [ "$v" -lt $((size / 4)) ] ||
+		v=$(memcg_stat "$cg-$g" file) && [ "$v" -lt "$small" ] ||
 			fail "the $g's cgroup was charged ${v:-?} bytes of file memory" || return
-		v=$(memcg_stat "$cg-$g" kernel) && [ "$v" -lt $((size / 4)) ] ||
+		v=$(memcg_stat "$cg-$g" kernel) && [ "$v" -lt "$small" ] ||
 			fail "the $g's cgroup was charged ${v:-?} bytes of kernel memory" || return
 	done
 	touch /tmp/go
 	wait "$pid" || fail "the holder" || return
-	"$RPAGECTL" map del charge || return
-	for g in maker holder reader; do
+	"$RPAGECTL" map del charge && rmmod rpage_gup_test || return
+	for g in maker holder reader vcpu; do
 		rmdir "$cg-$g" || return
 	done
 }
