@@ -29,15 +29,15 @@ tcp-no-bounds|rpage-tcp-xfer.c|s/if (offset >= length .. bytes > length - offset
 pool-any-generation|rpage-pool.c|s/if (pool->id != id .. pool->generation != generation)$/if (pool->id != id)/|pool-single.sh:^tcp_peer_and|^tcp_rogue_reader
 rpool-no-length-check|rpage-rpool.c|s/length > rpool->length - offset) {/length > rpool->length - offset \&\& 0) {/|pool-single.sh:^pool$
 tcp-wrong-page|rpage-tcp-xfer.c|s/page = rpage_pool_page(pool, offset + ((u64)i << PAGE_SHIFT));/page = rpage_pool_page(pool, offset + ((u64)(i ^ 1) << PAGE_SHIFT));/|pool-single.sh:^tcp_peer_and|^tcp_and_rdma
-fault-nowait-waits|rpage-fault.c|s/^\tif (fc->vmf->flags \& FAULT_FLAG_RETRY_NOWAIT) {$/\tif (0) {/|named-single.sh:kvm_fault
+fault-nowait-waits|rpage-fault.c|/^\tif (fc->vmf->flags \& FAULT_FLAG_RETRY_NOWAIT) {$/{N;s/^\tif (.*\n\t\trpage_fault_start_read/\tif (0) {\n\t\trpage_fault_start_read/}|named-single.sh:kvm_fault
 fops-no-owner|rpage-main.c|/^static const struct file_operations rpage_fops = {/,/};/s/^\t\.owner\t\t= THIS_MODULE,$//|named-single.sh:unload_refused
-map-no-wake|rpage-map.c|s/^\twake_up_var(map);$/\t;/|pool-single.sh:^map$
+folio-never-uptodate|rpage-map.c|s/^\tfolio_mark_uptodate(folio);$/\t;/|pool-single.sh:^map$
 tcp-peer-crowds|rpage-tcp.c|s/if (n >= RPAGE_TCP_PEER_EMBRYOS) {/if (0) {/|guard-single.sh:crowd
 tcp-answers-live-pages|rpage-tcp-xfer.c|s/if (rpage_pool_pages_stable(pool)) {/if (1) {/|guard-single.sh:destroy_ends
 ipv6-any-scope|rpage-main.c|s/return f6->sin6_scope_id == p6->sin6_scope_id;/return true;/|guard-single.sh:ipv6
 tcp-hello-deadline-long|rpage-tcp.c|s/msecs_to_jiffies(rpage_connect_timeout_ms);$/msecs_to_jiffies(rpage_connect_timeout_ms) * 10;/|guard-single.sh:crowd
 map-kill-not-dead|rpage-map.c|s/^\tWRITE_ONCE(map->dead, true);$/\t;/|guard-single.sh:forced_map_del
-evict-claim-no-yield|rpage-map.c|/^\t\txas_unlock(&xas);$/{n;s/^\t\tcond_resched();$/\t\t;/}|guard-single.sh:large_mapping
+evict-claim-no-yield|rpage-map.c|/^\t\tfolio_batch_init(\&fbatch);$/,/^\t}$/s/^\t\tcond_resched();$/\t\t;/|guard-single.sh:large_mapping
 tcp-write-read-only|rpage-tcp-xfer.c|s/else if (write \&\& !rpage_pool_writable(pool))/else if (0)/|pool-single.sh:^tcp_peer_and|^tcp_rogue_reader
 api-reserved-ignored|rpage-main.c|s/if (arg.reserved0 .. memchr_inv(arg.reserved, 0, sizeof(arg.reserved)))$/if (arg.reserved0)/|single.sh:^api$
 pool-destroy-no-wait|rpage-pool.c|s/^\tsynchronize_srcu(\&rpage_pool_srcu);$/\t;/|guard-single.sh:destroy_ends
