@@ -20,6 +20,13 @@
                                map it shared and touch nothing; write the
                                address it is mapped at (decimal) to F,
                                wait for G, then exit 0
+  compact PATH LENGTH          map it shared, read its first LENGTH bytes,
+                               have the kernel compact all memory
+                               (/proc/sys/vm/compact_memory), then write
+                               those bytes, read again, to standard output;
+                               on standard error, how many of the pages
+                               compaction moved ("moved N of M pages", by
+                               their frames in /proc/self/pagemap)
   qtest SOCKET ADDR LENGTH     read guest-physical memory through QEMU's
                                qtest socket; raw bytes on standard output
   qtest-pages SOCKET POOL SIZE COUNT
@@ -101,6 +108,37 @@ def cmd_map(path, ready, go):
         f.write(f"{addr}\n")
     os.rename(ready + ".tmp", ready)
     wait_for(go)
+    return 0
+
+
+def frames(addr, pages):
+    """The page frame of each of @pages pages from @addr (0: none)."""
+    with open("/proc/self/pagemap", "rb") as f:
+        f.seek((addr // 4096) * 8)
+        raw = f.read(pages * 8)
+    out = []
+    for i in range(pages):
+        e = int.from_bytes(raw[i * 8:i * 8 + 8], "little")
+        out.append(e & ((1 << 55) - 1) if e >> 63 else 0)
+    return out
+
+
+def cmd_compact(path, length):
+    m = shared_map(path)
+    addr = ctypes.addressof(ctypes.c_char.from_buffer(m))
+    pages = length // 4096
+    for i in range(pages):
+        _ = m[i * 4096]
+    before = frames(addr, pages)
+    if 0 in before:
+        fail("a page touched is not mapped")
+    with open("/proc/sys/vm/compact_memory", "w") as f:
+        f.write("1\n")
+    data = m[:length]
+    after = frames(addr, pages)
+    moved = sum(1 for b, a in zip(before, after) if a and a != b)
+    print(f"moved {moved} of {pages} pages", file=sys.stderr)
+    sys.stdout.buffer.write(data)
     return 0
 
 
@@ -194,6 +232,8 @@ def main(argv):
     elif cmd == "map" and len(argv) == 7 and argv[3] == "--ready" \
             and argv[5] == "--go":
         return cmd_map(path, argv[4], argv[6])
+    elif cmd == "compact" and len(argv) == 4:
+        return cmd_compact(path, int(argv[3], 0))
     elif cmd == "qtest-pages" and len(argv) == 6:
         return cmd_qtest_pages(path, int(argv[3], 0), int(argv[4], 0),
                                int(argv[5], 0))

@@ -10,7 +10,7 @@
  *   rpage_pattern write PEER ID OFFSET LENGTH --seed S [--batch PAGES]
  *                 [--stride PAGES]
  *   rpage_pattern fill PEER ID LENGTH [--batch PAGES]
- *   rpage_pattern check-file ID PATH [--seed S] [--offset OFFSET]
+ *   rpage_pattern check-file ID PATH [--seed S] [--offset OFFSET] [--length LEN]
  *
  * SIZE, OFFSET and LENGTH are bytes, multiples of the page size, with an
  * optional K, M or G suffix; ID and SEED are decimal or 0x-hexadecimal.
@@ -38,7 +38,7 @@ static int usage(void)
 	     "[--batch PAGES] [--stride PAGES] | write PEER ID OFFSET LENGTH --seed S "
 	     "[--batch PAGES] [--stride PAGES] | "
 	     "fill PEER ID LENGTH [--batch PAGES] | "
-	     "check-file ID PATH [--seed S] [--offset OFFSET] }");
+	     "check-file ID PATH [--seed S] [--offset OFFSET] [--length LEN] }");
 	return 1;
 }
 
@@ -278,14 +278,15 @@ static int cmd_transfer(const char *cmd, int argc, char **argv)
 }
 
 /*
- * check-file ID PATH [--seed S] [--offset OFFSET]: the file (or standard
- * input, for -) holds the pattern of pool ID from byte OFFSET of the
- * pool on, as `rpagectl read` wrote it.
+ * check-file ID PATH [--seed S] [--offset OFFSET] [--length LEN]: the
+ * file (or standard input, for -) holds the pattern of pool ID from byte
+ * OFFSET of the pool on, as `rpagectl read` wrote it; with --length,
+ * exactly LEN bytes of it (a writer that died early fails the check).
  */
 static int cmd_check_file(int argc, char **argv)
 {
 	const size_t chunk = 1 << 20;
-	uint64_t id, seed = 0, offset = 0, done = 0, at;
+	uint64_t id, seed = 0, offset = 0, done = 0, at, length = UINT64_MAX;
 	const char *pos[2];
 	int npos = 0, fd;
 	char *buf;
@@ -296,6 +297,9 @@ static int cmd_check_file(int argc, char **argv)
 				return 1;
 		} else if (!strcmp(argv[i], "--offset") && i + 1 < argc) {
 			if (!get_bytes("offset", argv[++i], true, &offset))
+				return 1;
+		} else if (!strcmp(argv[i], "--length") && i + 1 < argc) {
+			if (!get_bytes("length", argv[++i], true, &length))
 				return 1;
 		} else if ((argv[i][0] != '-' || !strcmp(argv[i], "-")) && npos < 2) {
 			pos[npos++] = argv[i];
@@ -346,6 +350,10 @@ static int cmd_check_file(int argc, char **argv)
 		done += got;
 		if (got < chunk)
 			break;
+	}
+	if (length != UINT64_MAX && done != length) {
+		fail("%s: %" PRIu64 " bytes, not %" PRIu64, pos[1], done, length);
+		return 1;
 	}
 	printf("ok %" PRIu64 " bytes\n", done);
 	free(buf);

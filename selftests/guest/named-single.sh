@@ -84,10 +84,11 @@ test_named_pages_charged_to_their_process() {
 	wait_until 60 test -s /tmp/mapped || fail "the holder never mapped it" || return
 	addr=$(cat /tmp/mapped)
 	bash -c "echo \$\$ > $cg-reader/cgroup.procs && exec dd if=/proc/$pid/mem bs=1M iflag=skip_bytes,fullblock skip=$addr count=$((size >> 20)) status=none" |
-		"$NAMED_PATTERN" check-file "$NAMED_POOL" - || fail "the bytes read through /proc/$pid/mem" || return
+		"$NAMED_PATTERN" check-file "$NAMED_POOL" - --length "$size" ||
+		fail "the bytes read through /proc/$pid/mem" || return
 	bash -c "echo \$\$ > $cg-vcpu/cgroup.procs && RPAGE_SLOW=$RPAGE_SLOW exec python3 $RPAGE_REPO/selftests/rpage_gup_fault.py /dev/rpage-map/charge $((32 << 20)) 255" \
 		2> /tmp/gup.err > /tmp/gup.out || { cat /tmp/gup.err; fail "faults as KVM's"; return; }
-	"$NAMED_PATTERN" check-file "$NAMED_POOL" - --offset $((32 << 20)) < /tmp/gup.out ||
+	"$NAMED_PATTERN" check-file "$NAMED_POOL" - --offset $((32 << 20)) --length $((256 << 12)) < /tmp/gup.out ||
 		fail "the bytes of the pages got as KVM's" || return
 	for g in maker holder reader vcpu; do
 		echo "$g: $(grep -E '^(file|kernel|unevictable) ' "$cg-$g/memory.stat" | tr '\n' ' ')"
@@ -110,6 +111,24 @@ test_named_pages_charged_to_their_process() {
 	for g in maker holder reader vcpu; do
 		rmdir "$cg-$g" || return
 	done
+}
+
+# Compaction can move a mapping's pages (movable page cache, where they
+# were driver pages that nothing could move), and a page moved reads the
+# same bytes: 16 MiB touched, all memory compacted, the frames the pages
+# are in compared before and after (/proc/self/pagemap), every byte
+# checked after.
+test_named_compaction_moves_pages() {
+	local moved size=$((16 << 20))
+	"$RPAGECTL" map add compact peer self pool "$NAMED_POOL" || return
+	wait_until 10 test -c /dev/rpage-map/compact || fail "no node" || return
+	$NODE_TOOL compact /dev/rpage-map/compact "$size" 2> /tmp/compact.err |
+		"$NAMED_PATTERN" check-file "$NAMED_POOL" - --length "$size" ||
+		{ cat /tmp/compact.err; fail "the bytes after compaction"; return; }
+	cat /tmp/compact.err
+	moved=$(sed -n 's/^moved \([0-9]*\) of .*/\1/p' /tmp/compact.err)
+	[ "${moved:-0}" -gt 0 ] || fail "compaction moved none of the mapping's pages" || return
+	"$RPAGECTL" map del compact
 }
 
 test_named_map_add_makes_a_node() {
@@ -473,6 +492,7 @@ tap_begin named
 run_test named_setup test_named_setup
 run_test named_kvm_fault_does_not_wait test_named_kvm_fault_does_not_wait
 run_test named_pages_charged_to_their_process test_named_pages_charged_to_their_process
+run_test named_compaction_moves_pages test_named_compaction_moves_pages
 run_test named_map_add_makes_a_node_of_its_size_and_owner test_named_map_add_makes_a_node
 run_test named_qemu_guest_ram_is_the_pool test_named_qemu_guest_ram_is_the_pool
 run_test named_qemu_refuses_a_size_past_the_node test_named_qemu_refuses_a_larger_size
