@@ -221,15 +221,10 @@ static int rpage_read_folio(struct rpage_fault_ctx *fc, struct folio *folio,
 {
 	struct page *page = folio_page(folio, 0);
 	struct rpage_xfer_range range;
-	unsigned long i = index;
 	struct rpage_xfer x;
 	int ret;
 
-	rpage_map_xfer_init(fc->map, &x, &range, false);
-	range.index = &i;
-	range.nr = 1;
-	x.pages = &page;
-	x.nr_pages = 1;
+	rpage_map_xfer_init(fc->map, &x, &range, false, &index, &page, 1);
 	x.killable = true;
 	x.slow = rpage_fault_xfer_slow;
 	x.priv = fc;
@@ -424,11 +419,8 @@ static bool rpage_prefetch_read_chunk(struct rpage_prefetch_run *run)
 	struct rpage_xfer x;
 	int ret;
 
-	rpage_map_xfer_init(run->map, &x, &range, false);
-	range.index = chunk->index;
-	range.nr = chunk->nr;
-	x.pages = chunk->pages;
-	x.nr_pages = chunk->nr;
+	rpage_map_xfer_init(run->map, &x, &range, false, chunk->index,
+			    chunk->pages, chunk->nr);
 	x.depth = run->depth;
 	x.killable = run->killable;
 	x.done = rpage_prefetch_done;

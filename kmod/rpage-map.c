@@ -579,26 +579,31 @@ static int rpage_evict_claim(struct rpage_evict_batch *b, pgoff_t first,
 }
 
 /*
- * Describes a transfer of pages of @map to @x: its peer (referenced
+ * Describes a transfer of @nr pages of @map to @x: its peer (referenced
  * until rpage_map_xfer_release(); NULL once deleted, and the transfer
  * then fails), and in @range its pool as mapped (this incarnation
- * only), the pages given by index in the mapping (@range->index and
- * ->nr are the caller's to set).
+ * only); the pages are @pages, at indexes @index in the mapping.
  */
 void rpage_map_xfer_init(struct rpage_mapping *map, struct rpage_xfer *x,
-			 struct rpage_xfer_range *range, bool write)
+			 struct rpage_xfer_range *range, bool write,
+			 const unsigned long *index, struct page **pages,
+			 unsigned long nr)
 {
 	*range = (struct rpage_xfer_range) {
 		.pool_id = map->pool_id,
 		.generation = map->pool_generation,
 		.offset = map->pool_offset,
 		.extent = map->nr_pages,
+		.index = index,
+		.nr = nr,
 	};
 	*x = (struct rpage_xfer) {
 		.peer = rpage_map_peer_get(map),
 		.write = write,
 		.ranges = range,
 		.nr_ranges = 1,
+		.pages = pages,
+		.nr_pages = nr,
 		.node_id = map->node_id,
 	};
 }
@@ -616,11 +621,8 @@ static int rpage_evict_write(struct rpage_evict_batch *b)
 	struct rpage_xfer x;
 	int ret;
 
-	rpage_map_xfer_init(b->map, &x, &range, true);
-	range.index = b->index;
-	range.nr = b->nr_dirty;
-	x.pages = b->pages;
-	x.nr_pages = b->nr_dirty;
+	rpage_map_xfer_init(b->map, &x, &range, true, b->index, b->pages,
+			    b->nr_dirty);
 	x.killable = true;
 	ret = rpage_xfer(&x);
 	rpage_map_xfer_release(&x);

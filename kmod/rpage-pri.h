@@ -974,7 +974,9 @@ bool rpage_map_folio_ready(struct rpage_mapping *map, struct folio *folio);
 struct rpage_peer *rpage_map_peer_get(struct rpage_mapping *map);
 void rpage_maps_peer_deleted(struct rpage_peer *peer);
 void rpage_map_xfer_init(struct rpage_mapping *map, struct rpage_xfer *x,
-			 struct rpage_xfer_range *range, bool write);
+			 struct rpage_xfer_range *range, bool write,
+			 const unsigned long *index, struct page **pages,
+			 unsigned long nr);
 void rpage_map_xfer_release(struct rpage_xfer *x);
 
 /* rpage-fs.c */
