@@ -478,30 +478,6 @@ static void rpage_prefetch_queue(struct rpage_prefetch_run *run)
 	queue_work(rpage_prefetch_wq, &run->work);
 }
 
-/* Pages of @map in [@first, @first + @nr) that are absent now. */
-static unsigned long rpage_pages_absent(struct rpage_mapping *map,
-					unsigned long first, unsigned long nr)
-{
-	XA_STATE(xas, &map->mapping->i_pages, first);
-	unsigned long absent = nr;
-	void *entry;
-
-	rcu_read_lock();
-	xas_for_each(&xas, entry, first + nr - 1) {
-		if (xas_retry(&xas, entry) || xa_is_value(entry))
-			continue;
-		absent--;
-		if (!(absent % 1024) && need_resched()) {
-			xas_pause(&xas);
-			rcu_read_unlock();
-			cond_resched();
-			rcu_read_lock();
-		}
-	}
-	rcu_read_unlock();
-	return absent;
-}
-
 long rpage_ioctl_prefetch(struct rpage_file *rfile, void __user *argp)
 {
 	struct rpage_prefetch_run *run;
@@ -524,7 +500,8 @@ long rpage_ioctl_prefetch(struct rpage_file *rfile, void __user *argp)
 	first = arg.offset >> PAGE_SHIFT;
 	nr = arg.length >> PAGE_SHIFT;
 	arg.failed = 0;
-	arg.queued = rpage_pages_absent(map, first, nr);
+	arg.queued = nr - rpage_map_pages_cached(map, first, first + nr - 1,
+						 false);
 	if (!arg.queued)
 		goto out;
 	/* The pages not here have nowhere to come from any more. */

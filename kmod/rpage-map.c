@@ -493,6 +493,39 @@ void rpage_map_kill(struct rpage_mapping *map)
 	unmap_mapping_range(map->mapping, 0, 0, 1);
 }
 
+/**
+ * rpage_map_pages_cached - pages of @map in its page cache
+ * @map: the mapping.
+ * @first: the first index counted.
+ * @last: the last one.
+ * @uptodate: only pages here (up to date), not those being read.
+ *
+ * A snapshot: pages may come and go while it counts.
+ */
+unsigned long rpage_map_pages_cached(struct rpage_mapping *map, pgoff_t first,
+				     pgoff_t last, bool uptodate)
+{
+	XA_STATE(xas, &map->mapping->i_pages, first);
+	unsigned long nr = 0, n = 0;
+	struct folio *folio;
+
+	rcu_read_lock();
+	xas_for_each(&xas, folio, last) {
+		if (xas_retry(&xas, folio) || xa_is_value(folio))
+			continue;
+		if (!uptodate || folio_test_uptodate(folio))
+			nr++;
+		if (++n % RPAGE_MAP_WALK_BATCH || !need_resched())
+			continue;
+		xas_pause(&xas);
+		rcu_read_unlock();
+		cond_resched();
+		rcu_read_lock();
+	}
+	rcu_read_unlock();
+	return nr;
+}
+
 /*
  * Eviction. Every folio here in the range is locked, so that faults
  * wait; its mappings are zapped, which moves the dirty bits of the page

@@ -22,7 +22,6 @@
 #include <linux/device.h>
 #include <linux/fs.h>
 #include <linux/mm.h>
-#include <linux/pagemap.h>
 #include <linux/slab.h>
 #include <linux/uaccess.h>
 
@@ -354,31 +353,6 @@ long rpage_ioctl_map_del(struct rpage_file *rfile, void __user *argp)
 	return 0;
 }
 
-/* Pages of @map that are here: up to date in its page cache. */
-static u64 rpage_named_pages_local(struct rpage_mapping *map)
-{
-	XA_STATE(xas, &map->mapping->i_pages, 0);
-	struct folio *folio;
-	u64 nr = 0;
-
-	rcu_read_lock();
-	xas_for_each(&xas, folio, ULONG_MAX) {
-		if (xas_retry(&xas, folio))
-			continue;
-		/* A folio being read is not here yet. */
-		if (!xa_is_value(folio) && folio_test_uptodate(folio))
-			nr++;
-		if (need_resched()) {
-			xas_pause(&xas);
-			rcu_read_unlock();
-			cond_resched();
-			rcu_read_lock();
-		}
-	}
-	rcu_read_unlock();
-	return nr;
-}
-
 static u32 rpage_named_fill(void *entries, u32 filled, void *ctx)
 {
 	struct rpage_map_info *infos = entries;
@@ -406,7 +380,9 @@ static u32 rpage_named_fill(void *entries, u32 filled, void *ctx)
 			info->offset = map->pool_offset;
 			info->length = (u64)map->nr_pages << PAGE_SHIFT;
 			info->map_id = map->id;
-			info->pages_local = rpage_named_pages_local(map);
+			info->pages_local =
+				rpage_map_pages_cached(map, 0,
+						       map->nr_pages - 1, true);
 			info->users = rpage_named_users(n);
 			info->uid = from_kuid_munged(current_user_ns(), n->uid);
 			info->gid = from_kgid_munged(current_user_ns(), n->gid);

@@ -971,6 +971,8 @@ void rpage_map_put(struct rpage_mapping *map);
 void rpage_maps_file_release(struct rpage_file *rfile);
 int rpage_mmap(struct file *file, struct vm_area_struct *vma);
 bool rpage_map_folio_ready(struct rpage_mapping *map, struct folio *folio);
+unsigned long rpage_map_pages_cached(struct rpage_mapping *map, pgoff_t first,
+				     pgoff_t last, bool uptodate);
 struct rpage_peer *rpage_map_peer_get(struct rpage_mapping *map);
 void rpage_maps_peer_deleted(struct rpage_peer *peer);
 void rpage_map_xfer_init(struct rpage_mapping *map, struct rpage_xfer *x,
