@@ -88,7 +88,6 @@ struct inode *rpage_fs_inode_new(struct rpage_mapping *map)
 	/* A regular file, as secretmem's: truncation helpers want one. */
 	inode->i_mode = S_IFREG | 0600;
 	inode->i_mapping->a_ops = &rpage_fs_aops;
-	inode->i_private = map;
 	i_size_write(inode, (loff_t)map->nr_pages << PAGE_SHIFT);
 	mapping_set_unevictable(inode->i_mapping);
 	return inode;
