@@ -39,6 +39,16 @@ static inline void rpage_release_fault_lock(struct vm_fault *vmf)
 #endif
 }
 
+/* Whether a fault came with the per-VMA lock rather than mmap_lock (6.4). */
+static inline bool rpage_fault_vma_locked(const struct vm_fault *vmf)
+{
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 4, 0)
+	return vmf->flags & FAULT_FLAG_VMA_LOCK;
+#else
+	return false;
+#endif
+}
+
 /*
  * Where a named mapping's node goes (rpage-named.c), as the device_type's
  * devnode callback, whose device 6.2 made const.

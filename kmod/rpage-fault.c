@@ -395,9 +395,15 @@ static void rpage_prefetch_done(struct rpage_xfer *x, unsigned long first,
 			rpage_prefetch_drop(run, chunk, i);
 			continue;
 		}
-		/* Until a fault maps it: a prefetch hit (see rpage_fault_page()). */
-		if (!run->for_fault)
+		/*
+		 * Until a fault maps it: a prefetch hit (see
+		 * rpage_fault_prefetch_hit()).
+		 */
+		if (!run->for_fault) {
+			if (!READ_ONCE(run->map->prefetched))
+				WRITE_ONCE(run->map->prefetched, true);
 			folio_set_checked(folio);
+		}
 		folio_unlock(folio);
 		folio_put(folio);
 		chunk->pages[i] = NULL;
@@ -693,6 +699,20 @@ static int rpage_fault_wait(struct rpage_fault_ctx *fc, struct folio *folio,
 	return 0;
 }
 
+/*
+ * A fault maps @folio (up to date) of @map: if a prefetch or read-ahead
+ * read it and no fault has mapped it since, that is a prefetch hit. The
+ * mark is taken atomically: two faults mapping the page at once (one
+ * through fault-around) count it once.
+ */
+static void rpage_fault_prefetch_hit(struct rpage_mapping *map,
+				     struct folio *folio)
+{
+	if (folio_test_checked(folio) &&
+	    test_and_clear_bit(PG_checked, &folio->flags))
+		rpage_fault_count(map, RPAGE_FC_PREFETCH_HITS, 1);
+}
+
 static enum rpage_fault_result rpage_fault_page(struct rpage_fault_ctx *fc,
 						pgoff_t index, int *err)
 {
@@ -754,12 +774,92 @@ again:
 	 */
 	if (!folio_test_uptodate(folio))
 		return rpage_fault_read(fc, folio, index, err);
-	if (folio_test_checked(folio)) {
-		folio_clear_checked(folio);
-		rpage_fault_count(map, RPAGE_FC_PREFETCH_HITS, 1);
-	}
+	rpage_fault_prefetch_hit(map, folio);
 	vmf->page = folio_file_page(folio, index);
 	return waited ? RPAGE_FAULT_WAITED : RPAGE_FAULT_MINOR;
+}
+
+/*
+ * The prefetch hits among pages @first to @last of @map that fault-around
+ * is about to map: up to date, unlocked (a locked one is being mapped by
+ * a fault, which counts it, or evicted), and still marked as prefetched.
+ */
+static void rpage_map_pages_prefetch_hits(struct rpage_mapping *map,
+					  pgoff_t first, pgoff_t last)
+{
+	XA_STATE(xas, &map->mapping->i_pages, first);
+	struct folio *folio;
+
+	rcu_read_lock();
+	xas_for_each(&xas, folio, last) {
+		if (xas_retry(&xas, folio) || xa_is_value(folio))
+			continue;
+		/*
+		 * Its flags are its own only while referenced and still here:
+		 * a freed page's bit could be another owner's.
+		 */
+		if (!folio_try_get(folio))
+			continue;
+		if (folio == xas_reload(&xas) && folio_test_uptodate(folio) &&
+		    !folio_test_locked(folio))
+			rpage_fault_prefetch_hit(map, folio);
+		folio_put(folio);
+	}
+	rcu_read_unlock();
+}
+
+/* Which lock the fault handler was called with: see rpage_vm_map_pages(). */
+static void rpage_fault_count_lock(struct rpage_mapping *map,
+				   const struct vm_fault *vmf)
+{
+	rpage_fault_count(map, rpage_fault_vma_locked(vmf) ?
+			  RPAGE_FC_VMA_LOCKED : RPAGE_FC_MMAP_LOCKED, 1);
+}
+
+/*
+ * Fault-around (->map_pages). Before calling ->fault on a read fault,
+ * core mm maps the pages around the faulting address that are in the
+ * page cache, up to date and unlocked (filemap_map_pages(): no I/O, no
+ * sleep, under RCU). Having it is also what lets 6.12 call ->fault under
+ * the per-VMA lock rather than retry every fault under mmap_lock
+ * (vmf_can_call_fault()). A fault whose own page it maps (the page was
+ * here) never reaches ->fault, so it is counted here, as ->fault would
+ * have: a minor fault, its latency, its tracepoints. The neighbours it
+ * maps take no fault at all; a prefetched one among them is a prefetch
+ * hit now (it will not fault when touched).
+ */
+vm_fault_t rpage_vm_map_pages(struct vm_fault *vmf, pgoff_t start_pgoff,
+			      pgoff_t end_pgoff)
+{
+	struct rpage_mapping *map = vmf->vma->vm_private_data;
+	u64 begin = ktime_get_ns();
+	vm_fault_t ret;
+
+	/*
+	 * Deleted by force: ->fault answers. A mapping killed meanwhile has
+	 * no page left to map (rpage_map_kill() takes them out of the page
+	 * cache). Read-ahead follows the faults, every one of them, and
+	 * cannot be started from here (under RCU, on 6.12): its mappings
+	 * fault page by page, under the per-VMA lock all the same.
+	 */
+	if (READ_ONCE(map->dead) || (map->flags & RPAGE_MAP_READAHEAD))
+		return 0;
+	if (READ_ONCE(map->prefetched))
+		rpage_map_pages_prefetch_hits(map, start_pgoff, end_pgoff);
+	ret = filemap_map_pages(vmf, start_pgoff, end_pgoff);
+	if (!(ret & VM_FAULT_NOPAGE))
+		return ret;
+	trace_rpage_fault_begin(map->id, vmf->pgoff, vmf->address,
+				vmf->flags & FAULT_FLAG_WRITE);
+	rpage_fault_count_lock(map, vmf);
+	/* A retried fault finding its page was counted the first time. */
+	if (!(vmf->flags & FAULT_FLAG_TRIED)) {
+		rpage_fault_count(map, RPAGE_FC_MINOR, 1);
+		rpage_fault_count_latency(map, ktime_get_ns() - begin);
+	}
+	trace_rpage_fault_end(map->id, vmf->pgoff, RPAGE_FAULT_MINOR, 0,
+			      ktime_get_ns() - begin);
+	return ret;
 }
 
 vm_fault_t rpage_vm_fault(struct vm_fault *vmf)
@@ -775,6 +875,7 @@ vm_fault_t rpage_vm_fault(struct vm_fault *vmf)
 
 	trace_rpage_fault_begin(map->id, index, vmf->address,
 				vmf->flags & FAULT_FLAG_WRITE);
+	rpage_fault_count_lock(map, vmf);
 	if (index >= map->nr_pages) {
 		result = RPAGE_FAULT_SIGBUS;
 		err = -ERANGE;

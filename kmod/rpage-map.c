@@ -396,6 +396,7 @@ static const struct vm_operations_struct rpage_vm_ops = {
 	.open	= rpage_vm_open,
 	.close	= rpage_vm_close,
 	.fault	= rpage_vm_fault,
+	.map_pages = rpage_vm_map_pages,
 };
 
 int rpage_mmap(struct file *file, struct vm_area_struct *vma)
@@ -458,12 +459,15 @@ void rpage_map_vma_init(struct vm_area_struct *vma, struct rpage_mapping *map)
  *
  * A fault maps a folio under its lock, having checked that the mapping
  * lives, and so does one that read it (rpage_map_folio_ready()). Once
- * the mapping is dead, taking and dropping the lock of each folio that
- * is up to date waits for a fault that is mapping it; a fault that locks
- * it later finds the mapping dead; a READ still in flight finds it dead
- * when it ends. Then the zap takes down what was mapped. After this, no
- * page of @map is in any page table and none comes back. The pages stay
- * until the mapping goes.
+ * the mapping is dead, each folio that is up to date is locked (which
+ * waits for a fault that is mapping it) and leaves the page cache, which
+ * unmaps it: fault-around, which maps folios under their lock if they
+ * are still in the page cache, finds none of them. A fault that locks a
+ * folio later finds the mapping dead; a READ still in flight finds it
+ * dead when it ends, and its folio leaves the page cache too. The last
+ * zap is for nothing but certainty. After this, no page of @map is in
+ * any page table and none comes back; its memory is freed now, not when
+ * the mapping goes.
  */
 void rpage_map_kill(struct rpage_mapping *map)
 {
@@ -483,6 +487,7 @@ void rpage_map_kill(struct rpage_mapping *map)
 		xas_pause(&xas);
 		rcu_read_unlock();
 		folio_lock(folio);
+		rpage_folio_truncate(map->mapping, folio);
 		folio_unlock(folio);
 		folio_put(folio);
 		if (!(++n % RPAGE_MAP_WALK_BATCH))

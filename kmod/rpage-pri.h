@@ -474,6 +474,8 @@ enum rpage_fault_count {
 	RPAGE_FC_EVICTED,
 	RPAGE_FC_WRITTEN,
 	RPAGE_FC_SIGBUS,
+	RPAGE_FC_VMA_LOCKED,
+	RPAGE_FC_MMAP_LOCKED,
 	RPAGE_FC_NR,
 };
 
@@ -673,6 +675,8 @@ struct rpage_xfer_run {
  *	an area maps it by uses (rpage_fs_file_new(), a named one's node
  *	files). Every such area is in it, for unmapping pages.
  * @dead: a named one deleted while in use: every fault raises SIGBUS.
+ * @prefetched: a prefetch or read-ahead has put pages here: some may
+ *	still be marked as prefetched (PG_checked) until a fault maps them.
  * @peer: the peer whose pool it maps, referenced; NULL once that peer
  *	is deleted (rpage_maps_peer_deleted()): the pages here stay, the
  *	others can never be read. Read it with rpage_map_peer_get(), or
@@ -700,6 +704,7 @@ struct rpage_mapping {
 	struct inode *inode;
 	struct address_space *mapping;
 	bool dead;
+	bool prefetched;
 	struct rpage_peer __rcu *peer;
 	u64 pool_id;
 	u64 pool_generation;
@@ -999,6 +1004,8 @@ long rpage_ioctl_map_list(struct rpage_file *rfile, void __user *argp);
 int rpage_fault_init(void);
 void rpage_fault_exit(void);
 vm_fault_t rpage_vm_fault(struct vm_fault *vmf);
+vm_fault_t rpage_vm_map_pages(struct vm_fault *vmf, pgoff_t start_pgoff,
+			      pgoff_t end_pgoff);
 long rpage_ioctl_prefetch(struct rpage_file *rfile, void __user *argp);
 
 /* rpage-endpoint.c */

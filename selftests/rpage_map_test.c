@@ -20,6 +20,8 @@
 #include <pthread.h>
 #include <stdint.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/utsname.h>
 #include <sys/wait.h>
 
 #include "kselftest_harness.h"
@@ -806,6 +808,79 @@ TEST_F_TIMEOUT(map, concurrent_faults_read_each_page_once, 120)
 	EXPECT_EQ(pages, reads_since(_metadata, self));
 }
 
+/* One of many threads that each touch their own pages of a mapping. */
+struct waiter {
+	pthread_barrier_t *start;
+	const unsigned char *addr;
+	uint64_t first, stride, pages;
+	long switches;		/* voluntary context switches while touching */
+	bool bad;
+};
+
+static void *waiter_run(void *arg)
+{
+	struct waiter *w = arg;
+	struct rusage before, after;
+
+	pthread_barrier_wait(w->start);
+	getrusage(RUSAGE_THREAD, &before);
+	for (uint64_t i = w->first; i < w->pages; i += w->stride) {
+		if (check_pages(w->addr, POOL_A, 0, i, 1, SEED) != UINT64_MAX)
+			w->bad = true;
+	}
+	getrusage(RUSAGE_THREAD, &after);
+	w->switches = after.ru_nvcsw - before.ru_nvcsw;
+	return NULL;
+}
+
+/*
+ * 64 threads each wait for their own pages of a prefetch in flight: the
+ * arrival of a page wakes the faults on that page, not every fault on the
+ * mapping (which would cost each waiting thread a wake-up, and a sleep,
+ * per page that arrives: O(threads^2) in all). A thread sleeps at most
+ * once per page it touches, and may sleep once more for mmap_lock when
+ * it retries the fault.
+ */
+TEST_F_TIMEOUT(map, sixty_four_threads_wake_only_for_their_pages, 180)
+{
+	const uint64_t nthreads = 64, pages = 64 * 16;
+	struct waiter w[64];
+	pthread_t threads[64];
+	pthread_barrier_t start;
+	struct rpage_fault_stats st;
+	struct rpage_prefetch pf;
+	long switches = 0;
+
+	NEED_AREA(pages, 0);
+	ASSERT_EQ(0, pthread_barrier_init(&start, NULL, nthreads + 1));
+	for (uint64_t t = 0; t < nthreads; t++) {
+		w[t] = (struct waiter) { .start = &start, .addr = self->addr,
+					 .first = t, .stride = nthreads,
+					 .pages = pages };
+		ASSERT_EQ(0, pthread_create(&threads[t], NULL, waiter_run, &w[t]));
+	}
+	/* One READ at a time, so that the threads find their pages on the way. */
+	pf = (struct rpage_prefetch) { .map_id = self->m.map_id, .depth = 1,
+				       .length = pages * page };
+	ASSERT_EQ(0, rpage_map_prefetch(self->fd, &pf));
+	pthread_barrier_wait(&start);
+	for (uint64_t t = 0; t < nthreads; t++) {
+		pthread_join(threads[t], NULL);
+		EXPECT_FALSE(w[t].bad);
+		switches += w[t].switches;
+	}
+	st = area_stats(_metadata, self);
+	TH_LOG("%llu pages: %llu read by the prefetch, %llu by faults, %llu waits; "
+	       "%ld voluntary context switches of the touching threads",
+	       (unsigned long long)pages, (unsigned long long)st.prefetched,
+	       (unsigned long long)st.faults, (unsigned long long)st.waits,
+	       switches);
+	EXPECT_EQ(pages, st.prefetched + st.faults);
+	EXPECT_EQ(0, st.sigbus);
+	EXPECT_EQ(pages, reads_since(_metadata, self));
+	EXPECT_GE((long)(2 * pages), switches);
+}
+
 TEST_F_TIMEOUT(map, evict_writes_back_and_drops, 120)
 {
 	const uint64_t pages = 64;
@@ -1166,6 +1241,161 @@ TEST_F_TIMEOUT(map, fork_child_shares_the_pages, 120)
 	EXPECT_LE(1, st.minor_faults + st.waits);
 }
 
+/* The running kernel's version as MAJOR * 1000 + MINOR. */
+static int kernel_version(void)
+{
+	struct utsname u;
+	int major = 0, minor = 0;
+
+	if (uname(&u) || sscanf(u.release, "%d.%d", &major, &minor) != 2)
+		return 0;
+	return major * 1000 + minor;
+}
+
+/*
+ * How many pages fault-around maps at most: the kernel's
+ * fault_around_bytes (debugfs), 64 KiB unless changed.
+ */
+static uint64_t fault_around_pages(void)
+{
+	FILE *f = fopen("/sys/kernel/debug/fault_around_bytes", "r");
+	unsigned long bytes = 65536;
+
+	if (f) {
+		if (fscanf(f, "%lu", &bytes) != 1)
+			bytes = 65536;
+		fclose(f);
+	}
+	return bytes / page ?: 1;
+}
+
+/*
+ * A second view of NEED_AREA()'s mapping, of its first @pages pages, at
+ * an address aligned to 2 MiB: fault-around works on page-table-aligned
+ * windows, so what one fault maps does not depend on where mmap put it.
+ */
+static unsigned char *aligned_view(struct __test_metadata *_metadata,
+				   FIXTURE_DATA(map) *self, uint64_t pages)
+{
+	const uintptr_t align = 2UL << 20;
+	unsigned char *resv, *addr, *view;
+
+	resv = mmap(NULL, pages * page + align, PROT_NONE,
+		    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	ASSERT_NE(MAP_FAILED, resv);
+	addr = (unsigned char *)(((uintptr_t)resv + align - 1) & ~(align - 1));
+	view = mmap(addr, pages * page, PROT_READ, MAP_SHARED | MAP_FIXED,
+		    self->fd, self->m.mmap_offset);
+	ASSERT_EQ(addr, view);
+	return view;
+}
+
+/*
+ * A read fault maps the pages around its own that are here already
+ * (fault-around): touching a prefetched range takes one fault per window,
+ * not one per page, and every one of them still counts as a prefetch hit.
+ * The pages that are not here fault and are read one by one.
+ */
+TEST_F_TIMEOUT(map, fault_around_maps_the_pages_already_here, 120)
+{
+	const uint64_t pages = 64, prefetched = 32;
+	uint64_t around = fault_around_pages(), windows;
+	struct rpage_fault_stats st;
+	struct rpage_prefetch pf;
+	unsigned char *view;
+
+	NEED_AREA(pages, 0);
+	pf = (struct rpage_prefetch) { .map_id = self->m.map_id,
+				       .flags = RPAGE_PREFETCH_WAIT,
+				       .length = prefetched * page };
+	ASSERT_EQ(0, rpage_map_prefetch(self->fd, &pf));
+	ASSERT_EQ(prefetched, pf.queued);
+	ASSERT_EQ(0, pf.failed);
+	view = aligned_view(_metadata, self, pages);
+
+	/* The first touch maps a whole window, of the prefetched pages. */
+	EXPECT_EQ(UINT64_MAX, check_pages(view, POOL_A, 0, 0, 1, SEED));
+	st = area_stats(_metadata, self);
+	EXPECT_EQ(1, st.minor_faults);
+	EXPECT_EQ(around < prefetched ? around : prefetched, st.prefetch_hits);
+	windows = (prefetched + around - 1) / around;
+	EXPECT_EQ(UINT64_MAX, check_pages(view, POOL_A, 0, 0, prefetched, SEED));
+	st = area_stats(_metadata, self);
+	TH_LOG("fault-around: %llu pages; %llu minor faults for %llu pages here",
+	       (unsigned long long)around, (unsigned long long)st.minor_faults,
+	       (unsigned long long)prefetched);
+	EXPECT_EQ(windows, st.minor_faults);
+	EXPECT_EQ(prefetched, st.prefetch_hits);
+	EXPECT_EQ(0, st.faults);
+
+	/* The rest is not here: a fault, and a READ, each. */
+	EXPECT_EQ(UINT64_MAX, check_pages(view, POOL_A, 0, prefetched,
+					  pages - prefetched, SEED));
+	st = area_stats(_metadata, self);
+	EXPECT_EQ(pages - prefetched, st.faults);
+	EXPECT_EQ(windows, st.minor_faults);
+	EXPECT_EQ(0, st.sigbus);
+	EXPECT_EQ(pages, reads_since(_metadata, self));
+	EXPECT_EQ(st.faults + st.minor_faults + st.waits, hist_sum(st.latency));
+	/* The first view faults the pages in, read once. */
+	EXPECT_EQ(UINT64_MAX, check_pages(self->addr, POOL_A, 0, 0, pages, SEED));
+	EXPECT_EQ(pages, reads_since(_metadata, self));
+	EXPECT_EQ(0, munmap(view, pages * page));
+}
+
+/*
+ * Where the kernel has per-VMA locks for file mappings (6.12 here), a
+ * process's faults on a mapping come with the VMA's lock, not mmap_lock
+ * (rpage has fault-around, which the kernel asks of a file mapping for
+ * that); a fault retried after waiting without its lock, and faults
+ * taken for get_user_pages() (/proc/PID/mem here; KVM), come with
+ * mmap_lock. On 6.1 every fault does.
+ */
+TEST_F_TIMEOUT(map, faults_come_with_the_vma_lock_where_the_kernel_has_it, 120)
+{
+	const uint64_t pages = 64;
+	int kver = kernel_version(), mem;
+	struct rpage_fault_stats st;
+	unsigned char *buf;
+
+	NEED_AREA(pages, 0);
+	EXPECT_EQ(UINT64_MAX, check_pages(self->addr, POOL_A, 0, 0, pages - 1, SEED));
+	st = area_stats(_metadata, self);
+	TH_LOG("kernel %d.%d: %llu faults, %llu with the VMA lock, %llu with mmap_lock",
+	       kver / 1000, kver % 1000, (unsigned long long)st.faults,
+	       (unsigned long long)st.vma_locked,
+	       (unsigned long long)st.mmap_locked);
+	EXPECT_EQ(pages - 1, st.faults);
+	if (kver >= 6012) {
+		/* All but a fault that met a writer of the map (none here). */
+		EXPECT_LE((pages - 1) * 9 / 10, st.vma_locked);
+		/* Only retries, after a READ slower than the polling. */
+		EXPECT_GE(st.faults, st.mmap_locked);
+	} else if (kver < 6004) {
+		EXPECT_EQ(0, st.vma_locked);
+		EXPECT_LE(pages - 1, st.mmap_locked);
+	}
+
+	/* The last page, read the way a debugger or KVM reads it. */
+	mem = open("/proc/self/mem", O_RDONLY);
+	ASSERT_LE(0, mem);
+	buf = malloc(page);
+	ASSERT_NE(NULL, buf);
+	ASSERT_EQ((ssize_t)page, pread(mem, buf, page,
+				       (off_t)(uintptr_t)(self->addr + (pages - 1) * page)));
+	close(mem);
+	EXPECT_EQ(UINT64_MAX, rpage_pattern_check(buf, page, POOL_A,
+						  (pages - 1) * page, SEED));
+	free(buf);
+	{
+		struct rpage_fault_stats after = area_stats(_metadata, self);
+
+		EXPECT_EQ(pages, after.faults);
+		EXPECT_EQ(st.vma_locked, after.vma_locked);
+		EXPECT_LE(st.mmap_locked + 1, after.mmap_locked);
+	}
+}
+
 TEST_F_TIMEOUT(map, partial_munmap_leaves_the_rest, 120)
 {
 	const uint64_t pages = 16;
@@ -1361,14 +1591,19 @@ TEST_F_TIMEOUT(map, stats_report_the_counters, 120)
 
 	st = area_stats(_metadata, self);
 	EXPECT_EQ(25, st.faults);
-	EXPECT_EQ(8, st.minor_faults + st.waits);
+	/* Fault-around maps some of the 8 prefetched pages with one fault. */
+	EXPECT_LE(1, st.minor_faults + st.waits);
+	EXPECT_GE(8, st.minor_faults + st.waits);
 	EXPECT_EQ(8, st.prefetched);
 	EXPECT_EQ(8, st.prefetch_hits);
 	EXPECT_EQ(16, st.evicted);
 	EXPECT_EQ(1, st.written);
 	EXPECT_EQ(0, st.sigbus);
-	EXPECT_EQ(33, hist_sum(st.latency));
-	for (int r = 0; r < 8; r++) {
+	EXPECT_EQ(st.faults + st.minor_faults + st.waits, hist_sum(st.latency));
+	/* Each fault came with one lock or the other (a retry, again). */
+	EXPECT_LE(st.faults + st.minor_faults + st.waits,
+		  st.vma_locked + st.mmap_locked);
+	for (int r = 0; r < 6; r++) {
 		EXPECT_EQ(0, st.reserved[r]);
 	}
 

@@ -180,6 +180,8 @@ static void fault_stats_print(struct json_writer *jw,
 		STAT_COUNTER(struct rpage_fault_stats, evicted),
 		STAT_COUNTER(struct rpage_fault_stats, written),
 		STAT_COUNTER(struct rpage_fault_stats, sigbus),
+		STAT_COUNTER(struct rpage_fault_stats, vma_locked),
+		STAT_COUNTER(struct rpage_fault_stats, mmap_locked),
 	};
 
 	if (jw)

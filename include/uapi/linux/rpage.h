@@ -46,15 +46,21 @@
  * and struct rpage_peer_status.refused_access counts a peer's accesses
  * of pools not scoped to it. A module without the bit refuses
  * RPAGE_POOL_SCOPED with EINVAL and reports zero in @refused_access.
+ *
+ * RPAGE_FEATURE_FAULT_LOCKS: struct rpage_fault_stats counts the calls of
+ * the fault handler by the lock they came with (@vma_locked,
+ * @mmap_locked; reserved, hence zero, on a module without the bit).
  */
 #define RPAGE_FEATURE_PEER_REFUSALS	(1ULL << 0)
 #define RPAGE_FEATURE_TRANSPORT		(1ULL << 1)
 #define RPAGE_FEATURE_TCP		(1ULL << 2)
 #define RPAGE_FEATURE_POOL_PEERS	(1ULL << 3)
+#define RPAGE_FEATURE_FAULT_LOCKS	(1ULL << 4)
 #define RPAGE_FEATURES_ALL	(RPAGE_FEATURE_PEER_REFUSALS | \
 				 RPAGE_FEATURE_TRANSPORT | \
 				 RPAGE_FEATURE_TCP | \
-				 RPAGE_FEATURE_POOL_PEERS)
+				 RPAGE_FEATURE_POOL_PEERS | \
+				 RPAGE_FEATURE_FAULT_LOCKS)
 
 /* Bounds of names and of strings the kernel reports. */
 #define RPAGE_NAME_MAX		64
@@ -806,7 +812,8 @@ struct rpage_evict {
 /**
  * struct rpage_fault_stats - what the fault path of a mapping or peer did
  * @faults: faults that read their page from the peer with their own READ.
- * @minor_faults: faults that found their page already here.
+ * @minor_faults: faults that found their page already here. A page here
+ *	that a fault maps around its own (fault-around) takes no fault.
  * @waits: faults that waited for a READ of their page already in flight
  *	(another fault's or a prefetch's).
  * @prefetched: pages read by prefetch or read-ahead.
@@ -815,6 +822,12 @@ struct rpage_evict {
  * @evicted: pages evicted.
  * @written: dirty pages written back by eviction.
  * @sigbus: faults answered with SIGBUS.
+ * @vma_locked: calls of the fault handler under the per-VMA lock (user
+ *	faults on kernels that have it, 6.5 on; RPAGE_FEATURE_FAULT_LOCKS).
+ * @mmap_locked: calls of the fault handler under mmap_lock: every one on
+ *	kernels without per-VMA locks; otherwise get_user_pages() (KVM),
+ *	the kernel's own accesses, and a fault retried after it waited
+ *	without its lock (RPAGE_FEATURE_FAULT_LOCKS).
  * @reserved: zero.
  * @latency: histogram of every fault's time in rpage, from entry to the
  *	page being ready, log2 buckets of nanoseconds.
@@ -828,7 +841,9 @@ struct rpage_fault_stats {
 	__u64 evicted;
 	__u64 written;
 	__u64 sigbus;
-	__u64 reserved[8];
+	__u64 vma_locked;
+	__u64 mmap_locked;
+	__u64 reserved[6];
 	__u64 latency[RPAGE_HIST_BUCKETS];
 };
 
