@@ -213,6 +213,15 @@ static bool rpage_page_cached(struct rpage_mapping *map, pgoff_t index)
 }
 
 /*
+ * Whether page @index of @map is absent because reclaim dropped it: the
+ * page cache keeps a shadow entry in its place (workingset.c).
+ */
+static bool rpage_page_reclaimed(struct rpage_mapping *map, pgoff_t index)
+{
+	return xa_is_value(xa_load(&map->mapping->i_pages, index));
+}
+
+/*
  * Reads page @index of @map into @folio (locked, new) for the fault @fc;
  * 0, or -errno.
  */
@@ -331,6 +340,7 @@ static unsigned long rpage_prefetch_claim(struct rpage_prefetch_run *run,
 	for (; run->left && chunk->nr < run->chunk_max;
 	     run->left--, run->next += run->stride) {
 		struct folio *folio;
+		bool reclaimed;
 
 		if (run->next >= map->nr_pages) {
 			run->left = 0;
@@ -345,6 +355,7 @@ static unsigned long rpage_prefetch_claim(struct rpage_prefetch_run *run,
 			run->stopped = "memory down to prefetch_reserve_pct";
 			break;
 		}
+		reclaimed = rpage_page_reclaimed(map, run->next);
 		folio = rpage_folio_create(map, run->next, gfp, run->memcg);
 		if (IS_ERR(folio)) {
 			if (PTR_ERR(folio) == -EEXIST)
@@ -353,6 +364,8 @@ static unsigned long rpage_prefetch_claim(struct rpage_prefetch_run *run,
 			atomic_long_inc(&run->failed);
 			break;
 		}
+		if (reclaimed)
+			rpage_fault_count(map, RPAGE_FC_REFETCHED, 1);
 		chunk->index[chunk->nr] = run->next;
 		chunk->pages[chunk->nr++] = folio_page(folio, 0);
 	}
@@ -506,6 +519,12 @@ long rpage_ioctl_prefetch(struct rpage_file *rfile, void __user *argp)
 	first = arg.offset >> PAGE_SHIFT;
 	nr = arg.length >> PAGE_SHIFT;
 	arg.failed = 0;
+	/*
+	 * Kept before any is read, so that none read now is dropped, and
+	 * whether any is missing or not (the pages here stay too).
+	 */
+	if (arg.flags & RPAGE_PREFETCH_KEEP)
+		rpage_fs_keep(map);
 	arg.queued = nr - rpage_map_pages_cached(map, first, first + nr - 1,
 						 false);
 	if (!arg.queued)
@@ -721,12 +740,14 @@ static enum rpage_fault_result rpage_fault_page(struct rpage_fault_ctx *fc,
 	struct mem_cgroup *memcg;
 	struct folio *folio;
 	bool waited = false;
+	bool reclaimed;
 	int ret;
 
 	rpage_readahead(map, index, vmf->vma->vm_mm);
 again:
 	folio = rpage_filemap_get_folio(map->mapping, index);
 	if (!folio) {
+		reclaimed = rpage_page_reclaimed(map, index);
 		memcg = rpage_fault_memcg(vmf->vma->vm_mm);
 		folio = rpage_folio_create(map, index, vmf->gfp_mask, memcg);
 		mem_cgroup_put(memcg);
@@ -737,7 +758,9 @@ again:
 			*err = PTR_ERR(folio);
 			return RPAGE_FAULT_SIGBUS;
 		}
-		/* This fault reads the page. */
+		/* This fault reads the page, again if reclaim dropped it. */
+		if (reclaimed)
+			rpage_fault_count(map, RPAGE_FC_REFETCHED, 1);
 		return rpage_fault_read(fc, folio, index, err);
 	}
 	if (!folio_trylock(folio)) {

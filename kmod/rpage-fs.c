@@ -18,10 +18,15 @@
  * this module's code, so no inode, page or super block here outlives
  * the module.
  *
- * For now the pages are kept: the address space is unevictable (as
- * secretmem's is), so reclaim never drops one, and a page leaves only by
- * eviction, the end of the mapping, or truncation of a page whose READ
- * failed.
+ * The pages are a cache of the peer's pool, as a network file system's
+ * are of its server's files: reclaim drops clean ones under memory
+ * pressure, the host's or their memory cgroup's (and MADV_PAGEOUT asks
+ * for it), leaving the page cache's shadow entry behind, and the next
+ * touch reads them again (counted: refetched). Dirty ones stay, since
+ * no writeback writes them (no ->writepage: reclaim keeps them active).
+ * A mapping whose pages here are all it can ever have (its peer deleted,
+ * or pulled to be kept: RPAGE_PREFETCH_KEEP) is made unevictable, as
+ * secretmem's address spaces are (rpage_fs_keep()).
  */
 #include "rpage-pri.h"
 
@@ -89,8 +94,23 @@ struct inode *rpage_fs_inode_new(struct rpage_mapping *map)
 	inode->i_mode = S_IFREG | 0600;
 	inode->i_mapping->a_ops = &rpage_fs_aops;
 	i_size_write(inode, (loff_t)map->nr_pages << PAGE_SHIFT);
-	mapping_set_unevictable(inode->i_mapping);
 	return inode;
+}
+
+/**
+ * rpage_fs_keep - reclaim no longer drops @map's pages
+ * @map: a mapping whose pages here must stay: they cannot, or need not,
+ *	be read again.
+ *
+ * Pages on the LRU already are culled to the unevictable list as reclaim
+ * meets them; reclaim checks the address space under the folio's lock,
+ * so none is dropped after this returns but one reclaim had decided on
+ * just before.
+ */
+void rpage_fs_keep(struct rpage_mapping *map)
+{
+	if (!mapping_unevictable(map->mapping))
+		mapping_set_unevictable(map->mapping);
 }
 
 /**

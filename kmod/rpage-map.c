@@ -75,7 +75,8 @@ struct rpage_peer *rpage_map_peer_get(struct rpage_mapping *map)
  * @peer is being deleted (it is RPAGE_PEER_STATE_DELETING already): no
  * mapping keeps it. A mapping whose pages are all here (pulled) goes on
  * working without it, and the peer's memory is freed; in the others, a
- * fault on a page not here raises SIGBUS, as it would have anyway.
+ * fault on a page not here raises SIGBUS, as it would have anyway. The
+ * pages here stay from now on: reclaim could not give them back.
  */
 void rpage_maps_peer_deleted(struct rpage_peer *peer)
 {
@@ -91,6 +92,8 @@ void rpage_maps_peer_deleted(struct rpage_peer *peer)
 			continue;
 		xas_pause(&xas);
 		rcu_read_unlock();
+		/* Its pages here are all it will ever have. */
+		rpage_fs_keep(map);
 		rpage_map_detach(map);
 		rpage_map_put(map);
 		cond_resched();
@@ -444,8 +447,9 @@ void rpage_map_vma_init(struct vm_area_struct *vma, struct rpage_mapping *map)
 	/*
 	 * The area cannot grow past the mapping (mremap), is left out of
 	 * core dumps (which would fetch every page) and, being special, of
-	 * mlock and khugepaged: its pages stay while the mapping keeps them
-	 * (its address space is unevictable), and are base pages.
+	 * mlock and khugepaged: its pages stay as long as the mapping keeps
+	 * them (reclaim may drop clean ones unless it is kept:
+	 * rpage_fs_keep()), and are base pages.
 	 */
 	rpage_vm_flags_set(vma, VM_DONTEXPAND | VM_DONTDUMP);
 	vma->vm_ops = &rpage_vm_ops;

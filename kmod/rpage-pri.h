@@ -476,6 +476,7 @@ enum rpage_fault_count {
 	RPAGE_FC_SIGBUS,
 	RPAGE_FC_VMA_LOCKED,
 	RPAGE_FC_MMAP_LOCKED,
+	RPAGE_FC_REFETCHED,
 	RPAGE_FC_NR,
 };
 
@@ -991,6 +992,7 @@ int rpage_fs_init(void);
 void rpage_fs_exit(void);
 struct inode *rpage_fs_inode_new(struct rpage_mapping *map);
 struct file *rpage_fs_file_new(struct rpage_mapping *map);
+void rpage_fs_keep(struct rpage_mapping *map);
 
 /* rpage-named.c */
 int rpage_named_init(void);

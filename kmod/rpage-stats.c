@@ -145,6 +145,7 @@ void rpage_fault_counters_sum(struct rpage_fault_counters_pcpu __percpu *c,
 	out->sigbus = count[RPAGE_FC_SIGBUS];
 	out->vma_locked = count[RPAGE_FC_VMA_LOCKED];
 	out->mmap_locked = count[RPAGE_FC_MMAP_LOCKED];
+	out->refetched = count[RPAGE_FC_REFETCHED];
 }
 
 static void rpage_peer_stats_entry(struct rpage_peer *peer, void *entry)

@@ -8,7 +8,7 @@
  *   rpage_fault touch PEER POOL LENGTH [--offset O] [--threads N]
  *               [--order random|seq] [--seed S] [--readahead]
  *               [--expect-faults N] [--pause-ms P] [--no-check]
- *               [--ready PATH --go PATH --after BYTES]
+ *               [--passes K] [--ready PATH --go PATH --after BYTES]
  *   rpage_fault prefetch PEER POOL LENGTH [--offset O] [--depth D] [--wait]
  *               [--seed S] [--no-touch]
  *   rpage_fault hog SIZE --ready PATH
@@ -34,7 +34,9 @@
  * thread stops, PATH --ready is created, and they all go on once PATH
  * --go exists: the test disrupts the network in between, and the faults
  * that follow must ride it out (any SIGBUS ends the run). The result
- * line ends with max_touch_ms, the slowest touch of one page.
+ * line ends with max_touch_ms, the slowest touch of one page. With
+ * --passes, the whole sweep runs K times (1), the same way, so that pages
+ * reclaim dropped meanwhile are read again (refetched in the result line).
  *
  * prefetch: prefetches the whole mapping (in the background, or with
  * --wait before returning; D READs in flight), then touches every page
@@ -122,7 +124,7 @@ static int usage(void)
 {
 	fail("usage: rpage_fault { touch PEER POOL LENGTH [--offset O] [--threads N] "
 	     "[--order random|seq] [--seed S] [--readahead] [--expect-faults N] "
-	     "[--pause-ms P] [--no-check] [--ready PATH --go PATH --after BYTES] | "
+	     "[--pause-ms P] [--no-check] [--passes K] [--ready PATH --go PATH --after BYTES] | "
 	     "prefetch PEER POOL LENGTH [--offset O] [--depth D] [--wait] [--seed S] [--no-touch] | hog SIZE --ready PATH | "
 	     "evict PEER POOL OFFSET LENGTH { --seed S | --clean } "
 	     "[--ready PATH --go PATH] [--timeout-ms T] [--signal-us U] | "
@@ -157,6 +159,7 @@ enum {
 	OPT_NO_TOUCH		= 1 << 17,
 	OPT_NO_CHECK		= 1 << 18,
 	OPT_SIGNAL		= 1 << 19,
+	OPT_PASSES		= 1 << 20,
 	/* touch's gate: the three options go together. */
 	OPT_GATE		= OPT_READY | OPT_GO | OPT_AFTER,
 };
@@ -167,7 +170,7 @@ struct args {
 	uint64_t pool_id, offset, length;
 	unsigned int given;		/* OPT_* */
 	uint64_t threads, seed, expect_faults, depth, fetched, timeout_ms;
-	uint64_t after, pause_ms, seed_new, signal_us;
+	uint64_t after, pause_ms, seed_new, signal_us, passes;
 	bool random_order;
 	const char *ready, *go, *fetched_ready;
 };
@@ -196,6 +199,7 @@ static const struct option_def {
 	{ "--timeout-ms", OPT_TIMEOUT, ARG_NUMBER, offsetof(struct args, timeout_ms) },
 	{ "--after", OPT_AFTER, ARG_BYTES, offsetof(struct args, after) },
 	{ "--pause-ms", OPT_PAUSE, ARG_NUMBER, offsetof(struct args, pause_ms) },
+	{ "--passes", OPT_PASSES, ARG_NUMBER, offsetof(struct args, passes) },
 	{ "--fetched-ready", OPT_FETCHED_READY, ARG_PATH,
 	  offsetof(struct args, fetched_ready) },
 	{ "--seed-new", OPT_SEED_NEW, ARG_NUMBER, offsetof(struct args, seed_new) },
@@ -640,12 +644,13 @@ static bool report(const struct mapping *m, struct outcome *out,
 	rpage_hist_percentile(out->st.latency, RPAGE_HIST_BUCKETS, 50, &p50);
 	rpage_hist_percentile(out->st.latency, RPAGE_HIST_BUCKETS, 99, &p99);
 	printf("pages=%" PRIu64 " faults=%llu minor=%llu waits=%llu prefetch_hits=%llu"
-	       " sigbus=%llu reads=%" PRIu64 " mismatches=%" PRIu64
+	       " refetched=%llu sigbus=%llu reads=%" PRIu64 " mismatches=%" PRIu64
 	       " p50_ns=%llu p99_ns=%llu%s\n", m->pages,
 	       (unsigned long long)out->st.faults,
 	       (unsigned long long)out->st.minor_faults,
 	       (unsigned long long)out->st.waits,
 	       (unsigned long long)out->st.prefetch_hits,
+	       (unsigned long long)out->st.refetched,
 	       (unsigned long long)out->st.sigbus, out->reads,
 	       out->tally.mismatches, (unsigned long long)p50,
 	       (unsigned long long)p99, extra);
@@ -676,10 +681,16 @@ static int cmd_touch(int argc, char **argv)
 
 	if (!parse_args(argc, argv, false, OPT_OFFSET | OPT_THREADS | OPT_ORDER |
 			OPT_SEED | OPT_READAHEAD | OPT_EXPECT_FAULTS | OPT_PAUSE |
-			OPT_NO_CHECK |
+			OPT_NO_CHECK | OPT_PASSES |
 			OPT_GATE, &a))
 		return 1;
 	gated = a.given & OPT_GATE;
+	if (!(a.given & OPT_PASSES))
+		a.passes = 1;
+	if (!a.passes || (gated && a.passes > 1)) {
+		fail("--passes must be at least 1, and 1 with --ready");
+		return 1;
+	}
 	if (gated && gated != OPT_GATE)
 		return usage();
 	no_check = a.given & OPT_NO_CHECK;
@@ -709,8 +720,10 @@ static int cmd_touch(int argc, char **argv)
 		.seed = a.seed, .pause_ms = (unsigned int)a.pause_ms,
 		.gate = gated ? &gate : NULL, .tally = &out.tally,
 	};
-	if (!touch_pages(&sweep))
-		return 1;
+	for (uint64_t pass = 0; pass < a.passes; pass++) {
+		if (!touch_pages(&sweep))
+			return 1;
+	}
 	snprintf(extra, sizeof(extra), " max_touch_ms=%" PRIu64, sweep.max_touch_ms);
 	if (!report(&m, &out, extra) || !mapping_close(&m) ||
 	    !tally_clean(&m, &out.tally))

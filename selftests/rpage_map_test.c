@@ -18,6 +18,7 @@
  */
 #include <fcntl.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdint.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
@@ -1396,6 +1397,73 @@ TEST_F_TIMEOUT(map, faults_come_with_the_vma_lock_where_the_kernel_has_it, 120)
 	}
 }
 
+/* How many of the @pages pages at @addr are in memory (mincore(2)). */
+static uint64_t resident(struct __test_metadata *_metadata,
+			 const unsigned char *addr, uint64_t pages)
+{
+	unsigned char vec[256];
+	uint64_t n = 0;
+
+	ASSERT_GE(ARRAY_LEN(vec), pages);
+	ASSERT_EQ(0, mincore((void *)addr, pages * page, vec));
+	for (uint64_t i = 0; i < pages; i++)
+		n += vec[i] & 1;
+	return n;
+}
+
+/*
+ * A mapping's pages are a cache of the pool: the kernel may drop clean
+ * ones (MADV_PAGEOUT here; memory pressure in the pair's tests), and a
+ * touch reads them again, counted as refetched. A dirty page stays, its
+ * data with it. A prefetch with RPAGE_PREFETCH_KEEP (map pull) makes
+ * every page stay.
+ */
+TEST_F_TIMEOUT(map, reclaim_drops_clean_pages_and_a_touch_reads_them_again, 120)
+{
+	const uint64_t pages = 64;
+	struct rpage_fault_stats st;
+	struct rpage_prefetch pf;
+
+	cpu_set_t one;
+
+	/*
+	 * On one CPU: a new page waits in that CPU's batch before it goes on
+	 * the LRU, and MADV_PAGEOUT drains its own CPU's batch only.
+	 */
+	CPU_ZERO(&one);
+	CPU_SET(sched_getcpu(), &one);
+	ASSERT_EQ(0, sched_setaffinity(0, sizeof(one), &one));
+	NEED_AREA(pages, 0);
+	EXPECT_EQ(UINT64_MAX, check_pages(self->addr, POOL_A, 0, 0, pages, SEED));
+	/* Page 5 dirty, with the same bytes. */
+	self->addr[5 * page] ^= 1;
+	self->addr[5 * page] ^= 1;
+	EXPECT_EQ(pages, resident(_metadata, self->addr, pages));
+
+	ASSERT_EQ(0, madvise(self->addr, pages * page, MADV_PAGEOUT));
+	EXPECT_EQ(1, resident(_metadata, self->addr, pages));
+	EXPECT_EQ(UINT64_MAX, check_pages(self->addr, POOL_A, 0, 0, pages, SEED));
+	st = area_stats(_metadata, self);
+	EXPECT_EQ(2 * pages - 1, st.faults);
+	EXPECT_EQ(pages - 1, st.refetched);
+	EXPECT_EQ(0, st.sigbus);
+	EXPECT_EQ(2 * pages - 1, reads_since(_metadata, self));
+
+	/* Kept: nothing to read, and reclaim drops nothing from now on. */
+	pf = (struct rpage_prefetch) { .map_id = self->m.map_id,
+				       .flags = RPAGE_PREFETCH_WAIT | RPAGE_PREFETCH_KEEP,
+				       .length = pages * page };
+	ASSERT_EQ(0, rpage_map_prefetch(self->fd, &pf));
+	EXPECT_EQ(0, pf.queued);
+	ASSERT_EQ(0, madvise(self->addr, pages * page, MADV_PAGEOUT));
+	EXPECT_EQ(pages, resident(_metadata, self->addr, pages));
+	EXPECT_EQ(UINT64_MAX, check_pages(self->addr, POOL_A, 0, 0, pages, SEED));
+	st = area_stats(_metadata, self);
+	EXPECT_EQ(2 * pages - 1, st.faults);
+	EXPECT_EQ(pages - 1, st.refetched);
+	EXPECT_EQ(2 * pages - 1, reads_since(_metadata, self));
+}
+
 TEST_F_TIMEOUT(map, partial_munmap_leaves_the_rest, 120)
 {
 	const uint64_t pages = 16;
@@ -1603,7 +1671,7 @@ TEST_F_TIMEOUT(map, stats_report_the_counters, 120)
 	/* Each fault came with one lock or the other (a retry, again). */
 	EXPECT_LE(st.faults + st.minor_faults + st.waits,
 		  st.vma_locked + st.mmap_locked);
-	for (int r = 0; r < 6; r++) {
+	for (int r = 0; r < 5; r++) {
 		EXPECT_EQ(0, st.reserved[r]);
 	}
 

@@ -299,8 +299,9 @@ static int map_open_named(const char *what, const char *name,
 
 /*
  * map pull NAME [depth D] [wait]: fetches every page not here yet, in
- * the background (demand faults first), or waiting with 'wait'; once
- * all are here the mapping needs its peer no more.
+ * the background (demand faults first), or waiting with 'wait', and
+ * keeps every page from then on (reclaim drops none); once all are here
+ * the mapping needs its peer no more.
  */
 static int map_pull(int argc, char **argv)
 {
@@ -336,8 +337,14 @@ static int map_pull(int argc, char **argv)
 	pf.map_id = info.map_id;
 	pf.depth = depth;
 	pf.length = info.length;
-	pf.flags = wait ? RPAGE_PREFETCH_WAIT : 0;
+	/* Pulled pages stay: reclaim would have to read them from the peer. */
+	pf.flags = RPAGE_PREFETCH_KEEP | (wait ? RPAGE_PREFETCH_WAIT : 0);
 	ret = rpage_map_prefetch(fd, &pf);
+	if (ret == -EINVAL) {
+		/* A module without RPAGE_FEATURE_RECLAIM keeps every page. */
+		pf.flags &= ~RPAGE_PREFETCH_KEEP;
+		ret = rpage_map_prefetch(fd, &pf);
+	}
 	close(fd);
 	if (ret)
 		return fail_cmd(what, argv[0], -ret, ret == -ENOTCONN && !info.peer[0] ?

@@ -182,6 +182,7 @@ static void fault_stats_print(struct json_writer *jw,
 		STAT_COUNTER(struct rpage_fault_stats, sigbus),
 		STAT_COUNTER(struct rpage_fault_stats, vma_locked),
 		STAT_COUNTER(struct rpage_fault_stats, mmap_locked),
+		STAT_COUNTER(struct rpage_fault_stats, refetched),
 	};
 
 	if (jw)

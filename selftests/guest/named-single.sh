@@ -63,7 +63,7 @@ test_named_kvm_fault_does_not_wait() {
 # reads the second's memory through /proc/PID/mem: get_user_pages of
 # another process's memory, as KVM's asynchronous page faults and
 # process_vm_readv take them. The second cgroup is charged with them,
-# as file memory (page cache) that stays (unevictable); neither other
+# as file memory (page cache, on the file LRU lists); neither other
 # cgroup is, as file or as kernel memory. A fourth faults 256 pages as
 # a vCPU does (FOLL_NOWAIT, whose READ runs in a worker, then again):
 # charged to it, not to the maker. The bytes are the pool's.
@@ -91,12 +91,13 @@ test_named_pages_charged_to_their_process() {
 	"$NAMED_PATTERN" check-file "$NAMED_POOL" - --offset $((32 << 20)) --length $((256 << 12)) < /tmp/gup.out ||
 		fail "the bytes of the pages got as KVM's" || return
 	for g in maker holder reader vcpu; do
-		echo "$g: $(grep -E '^(file|kernel|unevictable) ' "$cg-$g/memory.stat" | tr '\n' ' ')"
+		echo "$g: $(grep -E '^(file|kernel|active_file|inactive_file|unevictable) ' "$cg-$g/memory.stat" | tr '\n' ' ')"
 	done
 	v=$(memcg_stat "$cg-holder" file) && [ "$v" -ge "$size" ] ||
 		fail "the holder's cgroup has ${v:-?} bytes of file memory, under $size" || return
-	v=$(memcg_stat "$cg-holder" unevictable) && [ "$v" -ge "$size" ] ||
-		fail "the holder's cgroup has ${v:-?} bytes unevictable, under $size" || return
+	v=$(( $(memcg_stat "$cg-holder" active_file) + $(memcg_stat "$cg-holder" inactive_file) )) &&
+		[ "$v" -ge "$size" ] ||
+		fail "the holder's cgroup has ${v:-?} bytes on its file LRU lists, under $size" || return
 	v=$(memcg_stat "$cg-vcpu" file) && [ "$v" -ge $((1 << 20)) ] ||
 		fail "the vCPU's cgroup has ${v:-?} bytes of file memory, under 1 MiB" || return
 	for g in maker reader; do

@@ -593,6 +593,44 @@ test_tcp_killed_halfway_through_a_frame() {
 	"$PATTERN" write self 2 0 8M --seed 7
 }
 
+# Remote memory larger than the memory a process may have: a process in a
+# memory cgroup limited to 64 MiB reads all of a 512 MiB mapping of the
+# loop peer twice, in random order, every byte checked. Reclaim drops the
+# clean pages it read before (they are the cgroup's page cache) and the
+# second pass reads them again: the cgroup stays within its limit, its
+# OOM killer never runs, and the refetches are counted. A quarter of each
+# on the debug kernel, whose faults take about 30 times as long.
+test_loop_mapping_bounded_by_its_memory_cgroup() {
+	local cg=/sys/fs/cgroup/rpage-disagg size=512 max=64 out=/tmp/disagg.out
+	local pages refetched peak events rc
+	if [ "$RPAGE_SLOW" -gt 1 ]; then
+		size=128
+		max=16
+	fi
+	memcg_up || fail "no memory cgroup" || return
+	"$RPAGECTL" pool create 3 size "${size}M" writable || fail "pool create 3" || return
+	wait_until 30 remote_pool_listed lo 3 || fail "pool 3 not listed through lo" || return
+	"$PATTERN" write lo 3 0 "${size}M" --seed 21 || fail "fill pool 3" || return
+	mkdir -p "$cg" && echo "${max}M" > "$cg/memory.max" || return
+	bash -c "echo \$\$ > $cg/cgroup.procs && exec $FAULT touch lo 3 ${size}M --threads 1 --order random --passes 2 --seed 21" \
+		> "$out" 2>&1
+	rc=$?
+	cat "$out"
+	peak=$(cat "$cg/memory.peak")
+	events=$(tr '\n' ' ' < "$cg/memory.events")
+	echo "exit $rc, memory.peak $peak, memory.events: $events"
+	rmdir "$cg"
+	"$RPAGECTL" pool destroy 3 || fail "pool destroy 3" || return
+	expect_eq "$rc" 0 "the touch, twice, in ${max} MiB" || return
+	[ "$peak" -le $(( max << 20 )) ] || fail "memory.peak $peak above ${max} MiB" || return
+	echo "$events" | grep -qE "oom_kill 0( |$)" || fail "the cgroup's OOM killer ran" || return
+	# The second pass found at most the last max MiB still here.
+	pages=$(( size << 8 ))
+	refetched=$(sed -n 's/.* refetched=\([0-9]*\) .*/\1/p' "$out")
+	[ "${refetched:-0}" -ge $(( pages - (max << 8) )) ] ||
+		fail "${refetched:-no} pages refetched, want at least $(( pages - (max << 8) ))"
+}
+
 test_tcp_peer_del() {
 	"$RPAGECTL" peer del tcp || fail "peer del tcp" || return
 	"$RPAGECTL" -j peer show | jq -e 'all(.[]; .name != "tcp")' > /dev/null ||
@@ -675,6 +713,7 @@ run_test loop_peer_added_listed_as_such test_loop_peer_add
 run_test loop_and_rdma_read_each_others_writes test_loop_and_rdma_read_each_others_writes
 run_test loop_write_to_a_read_only_pool_refused test_loop_write_to_a_read_only_pool
 run_test loop_faults_prefetch_evict_without_an_rdma_device test_loop_without_an_rdma_device
+run_test loop_mapping_bounded_by_its_memory_cgroup test_loop_mapping_bounded_by_its_memory_cgroup
 tap_end
 
 RPAGE_TEST_PEER=lo run_kselftest map-loop "$SELFTESTS/rpage_map_test"

@@ -50,17 +50,26 @@
  * RPAGE_FEATURE_FAULT_LOCKS: struct rpage_fault_stats counts the calls of
  * the fault handler by the lock they came with (@vma_locked,
  * @mmap_locked; reserved, hence zero, on a module without the bit).
+ *
+ * RPAGE_FEATURE_RECLAIM: the kernel may drop a mapping's clean pages
+ * under memory pressure, of the host or of the memory cgroup they are
+ * charged to (and with MADV_PAGEOUT), and the next touch reads them
+ * again, counted in struct rpage_fault_stats.refetched; RPAGE_PREFETCH_KEEP
+ * exists. Without the bit, every page stays until evicted or unmapped
+ * (and RPAGE_PREFETCH_KEEP is refused with EINVAL).
  */
 #define RPAGE_FEATURE_PEER_REFUSALS	(1ULL << 0)
 #define RPAGE_FEATURE_TRANSPORT		(1ULL << 1)
 #define RPAGE_FEATURE_TCP		(1ULL << 2)
 #define RPAGE_FEATURE_POOL_PEERS	(1ULL << 3)
 #define RPAGE_FEATURE_FAULT_LOCKS	(1ULL << 4)
+#define RPAGE_FEATURE_RECLAIM		(1ULL << 5)
 #define RPAGE_FEATURES_ALL	(RPAGE_FEATURE_PEER_REFUSALS | \
 				 RPAGE_FEATURE_TRANSPORT | \
 				 RPAGE_FEATURE_TCP | \
 				 RPAGE_FEATURE_POOL_PEERS | \
-				 RPAGE_FEATURE_FAULT_LOCKS)
+				 RPAGE_FEATURE_FAULT_LOCKS | \
+				 RPAGE_FEATURE_RECLAIM)
 
 /* Bounds of names and of strings the kernel reports. */
 #define RPAGE_NAME_MAX		64
@@ -722,7 +731,8 @@ struct rpage_unmap {
 /* Prefetch flags (struct rpage_prefetch.flags). */
 /* Return only once every page of the range has arrived (or failed). */
 #define RPAGE_PREFETCH_WAIT	(1U << 0)
-#define RPAGE_PREFETCH_FLAGS_ALL	RPAGE_PREFETCH_WAIT
+#define RPAGE_PREFETCH_KEEP	(1U << 1)	/* RPAGE_FEATURE_RECLAIM */
+#define RPAGE_PREFETCH_FLAGS_ALL	(RPAGE_PREFETCH_WAIT | RPAGE_PREFETCH_KEEP)
 
 /**
  * struct rpage_prefetch - fetch a range of a mapping ahead of use
@@ -753,6 +763,12 @@ struct rpage_unmap {
  * faults, a prefetch waits out a transport failure, up to the peer's
  * loss timeout; pages it could not read are absent again (and, with
  * RPAGE_PREFETCH_WAIT, counted in @failed).
+ *
+ * RPAGE_PREFETCH_KEEP, before anything is read, makes every page of the
+ * mapping stay from then on until evicted or unmapped, as pages did
+ * before RPAGE_FEATURE_RECLAIM: reclaim no longer drops them. With it a
+ * whole mapping prefetched needs its peer no more (rpagectl map pull).
+ * Deleting the mapping's peer does the same for the pages that are here.
  *
  * Errors: EINVAL (flags, depth, reserved fields, alignment), ENOENT
  * (unknown mapping), ERANGE (beyond the mapping), ENOTCONN (pages are
@@ -828,6 +844,9 @@ struct rpage_evict {
  *	kernels without per-VMA locks; otherwise get_user_pages() (KVM),
  *	the kernel's own accesses, and a fault retried after it waited
  *	without its lock (RPAGE_FEATURE_FAULT_LOCKS).
+ * @refetched: pages read again, by a fault or a prefetch, after reclaim
+ *	dropped them (RPAGE_FEATURE_RECLAIM); also counted in @faults,
+ *	@prefetched.
  * @reserved: zero.
  * @latency: histogram of every fault's time in rpage, from entry to the
  *	page being ready, log2 buckets of nanoseconds.
@@ -843,7 +862,8 @@ struct rpage_fault_stats {
 	__u64 sigbus;
 	__u64 vma_locked;
 	__u64 mmap_locked;
-	__u64 reserved[6];
+	__u64 refetched;
+	__u64 reserved[5];
 	__u64 latency[RPAGE_HIST_BUCKETS];
 };
 
