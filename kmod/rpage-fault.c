@@ -867,6 +867,16 @@ vm_fault_t rpage_vm_map_pages(struct vm_fault *vmf, pgoff_t start_pgoff,
 	 */
 	if (READ_ONCE(map->dead) || (map->flags & RPAGE_MAP_READAHEAD))
 		return 0;
+	/*
+	 * A fault whose own page is not here is about to read it: around
+	 * it, the pages here are the ones this process's faults brought in,
+	 * mapped already, and a walk over them (a reference and the lock of
+	 * each) would only add to the fault's time. Where the page is here
+	 * (a prefetch, another process, the retry of a fault that waited),
+	 * its neighbours likely are too, and unmapped.
+	 */
+	if (!rpage_page_cached(map, vmf->pgoff))
+		return 0;
 	if (READ_ONCE(map->prefetched))
 		rpage_map_pages_prefetch_hits(map, start_pgoff, end_pgoff);
 	ret = filemap_map_pages(vmf, start_pgoff, end_pgoff);
