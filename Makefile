@@ -35,12 +35,14 @@ MANDIR ?= $(PREFIX)/share/man
 DESTDIR ?=
 
 CC ?= cc
+# CFLAGS, CPPFLAGS and LDFLAGS are the builder's (a distribution's
+# hardening flags, for one); what rpage itself needs is added to them.
 CFLAGS ?= -O2 -g
 WARN := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes \
 	-Wmissing-prototypes -Wformat=2 -Wno-unused-parameter
 CPPFLAGS_USER := -D_GNU_SOURCE -Iinclude/uapi -Iulib \
 	-DRPAGE_LIB_VERSION=\"$(VERSION)\"
-USER_CFLAGS = -std=gnu11 $(WARN) $(CFLAGS) $(CPPFLAGS_USER)
+USER_CFLAGS = -std=gnu11 $(WARN) $(CFLAGS) $(CPPFLAGS_USER) $(CPPFLAGS)
 
 LIB_SO := $(O_USER)/librpage.so.$(ABI_VERSION)
 LIB_SONAME := librpage.so.$(ABI_MAJOR)
@@ -84,7 +86,7 @@ $(O_USER)/%.o: ulib/%.c $(LIB_HDRS) ulib/rpagectl.h
 	$(CC) $(USER_CFLAGS) -c -o $@ $<
 
 $(LIB_SO): $(O_USER)/librpage.pic.o ulib/librpage.map
-	$(CC) $(CFLAGS) -shared -Wl,-soname,$(LIB_SONAME) \
+	$(CC) $(CFLAGS) $(LDFLAGS) -shared -Wl,-soname,$(LIB_SONAME) \
 		-Wl,--version-script=ulib/librpage.map -Wl,-z,defs \
 		-o $@ $(O_USER)/librpage.pic.o
 	ln -sf $(notdir $@) $(O_USER)/$(LIB_SONAME)
@@ -94,7 +96,7 @@ $(LIB_A): $(O_USER)/librpage.o
 	$(AR) rcs $@ $^
 
 $(RPAGECTL): $(CTL_OBJS) $(LIB_A)
-	$(CC) $(CFLAGS) -o $@ $^
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^
 
 $(O_USER)/librpage.pc: ulib/librpage.pc.in VERSION
 	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' \
