@@ -75,7 +75,7 @@ module:
 		"(install linux-headers, or set KDIR)" >&2; exit 1; }
 	$(MAKE) -C $(KDIR) M=$(CURDIR) W=1 modules
 
-user: $(LIB_SO) $(LIB_A) $(RPAGECTL) $(O_USER)/librpage.pc
+user: $(LIB_SO) $(LIB_A) $(RPAGECTL)
 
 $(O_USER)/%.pic.o: ulib/%.c $(LIB_HDRS)
 	@mkdir -p $(dir $@)
@@ -97,11 +97,6 @@ $(LIB_A): $(O_USER)/librpage.o
 
 $(RPAGECTL): $(CTL_OBJS) $(LIB_A)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^
-
-$(O_USER)/librpage.pc: ulib/librpage.pc.in VERSION
-	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' \
-	    -e 's|@INCLUDEDIR@|$(INCLUDEDIR)|' -e 's|@VERSION@|$(VERSION)|' \
-	    $< > $@
 
 # The kernel's own kselftest harness, taken from Debian's linux-source
 # tarball at build time (never committed).
@@ -199,6 +194,10 @@ demo-faults:
 bench:
 	./selftests/vm/bench.sh
 
+# librpage.pc says where the library and headers are installed, so it is
+# written here, from the directories of this make install: one made at
+# build time kept the PREFIX of the build (make && make install
+# PREFIX=/usr installed a librpage.pc that said /usr/local).
 install: user
 	install -d $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(INCLUDEDIR)/linux \
 		$(DESTDIR)$(SBINDIR) $(DESTDIR)$(MANDIR)/man3 $(DESTDIR)$(MANDIR)/man8
@@ -206,7 +205,10 @@ install: user
 	ln -sf $(notdir $(LIB_SO)) $(DESTDIR)$(LIBDIR)/$(LIB_SONAME)
 	ln -sf $(LIB_SONAME) $(DESTDIR)$(LIBDIR)/librpage.so
 	install -m 0644 $(LIB_A) $(DESTDIR)$(LIBDIR)/
-	install -m 0644 $(O_USER)/librpage.pc $(DESTDIR)$(LIBDIR)/pkgconfig/
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' \
+	    -e 's|@INCLUDEDIR@|$(INCLUDEDIR)|' -e 's|@VERSION@|$(VERSION)|' \
+	    ulib/librpage.pc.in > $(DESTDIR)$(LIBDIR)/pkgconfig/librpage.pc
+	chmod 0644 $(DESTDIR)$(LIBDIR)/pkgconfig/librpage.pc
 	install -m 0644 ulib/librpage.h $(DESTDIR)$(INCLUDEDIR)/
 	install -m 0644 include/uapi/linux/rpage.h $(DESTDIR)$(INCLUDEDIR)/linux/
 	install -m 0755 $(RPAGECTL) $(DESTDIR)$(SBINDIR)/
