@@ -32,6 +32,11 @@ LIBDIR ?= $(PREFIX)/lib
 INCLUDEDIR ?= $(PREFIX)/include
 SBINDIR ?= $(PREFIX)/sbin
 MANDIR ?= $(PREFIX)/share/man
+# The UAPI header is installed as <linux/rpage.h> under a directory of
+# rpage's own, which librpage.pc adds to the include path: the files of
+# $(INCLUDEDIR)/linux belong to the C library's kernel headers
+# (linux-libc-dev on Debian).
+UAPI_INCLUDEDIR = $(INCLUDEDIR)/rpage
 DESTDIR ?=
 
 CC ?= cc
@@ -199,18 +204,19 @@ bench:
 # build time kept the PREFIX of the build (make && make install
 # PREFIX=/usr installed a librpage.pc that said /usr/local).
 install: user
-	install -d $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(INCLUDEDIR)/linux \
+	install -d $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(UAPI_INCLUDEDIR)/linux \
 		$(DESTDIR)$(SBINDIR) $(DESTDIR)$(MANDIR)/man3 $(DESTDIR)$(MANDIR)/man8
 	install -m 0755 $(LIB_SO) $(DESTDIR)$(LIBDIR)/
 	ln -sf $(notdir $(LIB_SO)) $(DESTDIR)$(LIBDIR)/$(LIB_SONAME)
 	ln -sf $(LIB_SONAME) $(DESTDIR)$(LIBDIR)/librpage.so
 	install -m 0644 $(LIB_A) $(DESTDIR)$(LIBDIR)/
 	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' \
-	    -e 's|@INCLUDEDIR@|$(INCLUDEDIR)|' -e 's|@VERSION@|$(VERSION)|' \
+	    -e 's|@INCLUDEDIR@|$(INCLUDEDIR)|' \
+	    -e 's|@UAPI_INCLUDEDIR@|$(UAPI_INCLUDEDIR)|' -e 's|@VERSION@|$(VERSION)|' \
 	    ulib/librpage.pc.in > $(DESTDIR)$(LIBDIR)/pkgconfig/librpage.pc
 	chmod 0644 $(DESTDIR)$(LIBDIR)/pkgconfig/librpage.pc
 	install -m 0644 ulib/librpage.h $(DESTDIR)$(INCLUDEDIR)/
-	install -m 0644 include/uapi/linux/rpage.h $(DESTDIR)$(INCLUDEDIR)/linux/
+	install -m 0644 include/uapi/linux/rpage.h $(DESTDIR)$(UAPI_INCLUDEDIR)/linux/
 	install -m 0755 $(RPAGECTL) $(DESTDIR)$(SBINDIR)/
 	install -m 0644 ulib/man/*.3 $(DESTDIR)$(MANDIR)/man3/
 	install -m 0644 ulib/man/*.8 $(DESTDIR)$(MANDIR)/man8/
