@@ -15,6 +15,7 @@
 #   make demo-faults          host B faulting in host A's pool
 #   make bench                rpage against its baselines, in QEMU guests
 #   make install              library, headers, rpagectl, man pages
+#   make install-dkms         the module's sources, for DKMS to build
 
 VERSION := $(shell cat VERSION)
 # librpage's ABI: MAJOR changes only if a released symbol breaks.
@@ -71,7 +72,7 @@ TEST_BINS := $(addprefix $(O_USER)/selftests/,$(TEST_PROGS) $(RDMA_PEERS) \
 
 .PHONY: all module user selftests check check-debug check-debug-quick demo \
 	demo-faults bench \
-	install clean checkpatch sparse deps
+	install install-dkms clean checkpatch sparse deps
 
 all: module user
 
@@ -220,6 +221,23 @@ install: user
 	install -m 0755 $(RPAGECTL) $(DESTDIR)$(SBINDIR)/
 	install -m 0644 ulib/man/*.3 $(DESTDIR)$(MANDIR)/man3/
 	install -m 0644 ulib/man/*.8 $(DESTDIR)$(MANDIR)/man8/
+
+# What DKMS needs to build rpage.ko on the host that loads it, in the
+# directory DKMS looks in, whatever the PREFIX: dkms.conf, the Kbuild
+# files, VERSION (kmod/Kbuild reads it) and the sources, and nothing
+# else (no build/, no objects of an in-tree build). Then
+# "dkms install rpage/$(VERSION)"; Debian's rpage-dkms package is this.
+DKMS_SRCDIR = /usr/src/rpage-$(VERSION)
+KMOD_SRCS = $(filter-out %.mod.c,$(wildcard kmod/*.c)) $(wildcard kmod/*.h) \
+	kmod/Kbuild
+
+install-dkms:
+	install -d $(DESTDIR)$(DKMS_SRCDIR)/kmod \
+		$(DESTDIR)$(DKMS_SRCDIR)/include/uapi/linux
+	install -m 0644 dkms.conf Kbuild VERSION $(DESTDIR)$(DKMS_SRCDIR)/
+	install -m 0644 $(KMOD_SRCS) $(DESTDIR)$(DKMS_SRCDIR)/kmod/
+	install -m 0644 include/uapi/linux/rpage.h \
+		$(DESTDIR)$(DKMS_SRCDIR)/include/uapi/linux/
 
 clean:
 	-test -d "$(KDIR)" && $(MAKE) -C $(KDIR) M=$(CURDIR) clean
