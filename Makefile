@@ -16,6 +16,7 @@
 #   make bench                rpage against its baselines, in QEMU guests
 #   make install              library, headers, rpagectl, man pages
 #   make install-dkms         the module's sources, for DKMS to build
+#   make deb                  Debian packages (debian/), in build/deb
 
 VERSION := $(shell cat VERSION)
 # librpage's ABI: MAJOR changes only if a released symbol breaks.
@@ -72,7 +73,7 @@ TEST_BINS := $(addprefix $(O_USER)/selftests/,$(TEST_PROGS) $(RDMA_PEERS) \
 
 .PHONY: all module user selftests check check-debug check-debug-quick demo \
 	demo-faults bench \
-	install install-dkms clean checkpatch sparse deps
+	install install-dkms deb clean checkpatch sparse deps
 
 all: module user
 
@@ -238,6 +239,14 @@ install-dkms:
 	install -m 0644 $(KMOD_SRCS) $(DESTDIR)$(DKMS_SRCDIR)/kmod/
 	install -m 0644 include/uapi/linux/rpage.h \
 		$(DESTDIR)$(DKMS_SRCDIR)/include/uapi/linux/
+
+# The packages, checked the way an archive would take them: lintian
+# fails them on any error or warning (debian/*.lintian-overrides say why
+# for each tag overridden).
+DEB_OUT ?= build/deb
+deb:
+	./scripts/build-deb.sh $(DEB_OUT)
+	lintian --fail-on error,warning --display-info $(DEB_OUT)/rpage_*.changes
 
 clean:
 	-test -d "$(KDIR)" && $(MAKE) -C $(KDIR) M=$(CURDIR) clean
