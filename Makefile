@@ -15,6 +15,8 @@
 #   make demo-faults          host B faulting in host A's pool
 #   make bench                rpage against its baselines, in QEMU guests
 #   make install              library, headers, rpagectl, man pages
+#   make install-dkms         the module's sources, for DKMS to build
+#   make deb                  Debian packages (debian/), in build/deb
 
 VERSION := $(shell cat VERSION)
 # librpage's ABI: MAJOR changes only if a released symbol breaks.
@@ -32,15 +34,22 @@ LIBDIR ?= $(PREFIX)/lib
 INCLUDEDIR ?= $(PREFIX)/include
 SBINDIR ?= $(PREFIX)/sbin
 MANDIR ?= $(PREFIX)/share/man
+# The UAPI header is installed as <linux/rpage.h> under a directory of
+# rpage's own, which librpage.pc adds to the include path: the files of
+# $(INCLUDEDIR)/linux belong to the C library's kernel headers
+# (linux-libc-dev on Debian).
+UAPI_INCLUDEDIR = $(INCLUDEDIR)/rpage
 DESTDIR ?=
 
 CC ?= cc
+# CFLAGS, CPPFLAGS and LDFLAGS are the builder's (a distribution's
+# hardening flags, for one); what rpage itself needs is added to them.
 CFLAGS ?= -O2 -g
 WARN := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes \
 	-Wmissing-prototypes -Wformat=2 -Wno-unused-parameter
 CPPFLAGS_USER := -D_GNU_SOURCE -Iinclude/uapi -Iulib \
 	-DRPAGE_LIB_VERSION=\"$(VERSION)\"
-USER_CFLAGS = -std=gnu11 $(WARN) $(CFLAGS) $(CPPFLAGS_USER)
+USER_CFLAGS = -std=gnu11 $(WARN) $(CFLAGS) $(CPPFLAGS_USER) $(CPPFLAGS)
 
 LIB_SO := $(O_USER)/librpage.so.$(ABI_VERSION)
 LIB_SONAME := librpage.so.$(ABI_MAJOR)
@@ -64,7 +73,7 @@ TEST_BINS := $(addprefix $(O_USER)/selftests/,$(TEST_PROGS) $(RDMA_PEERS) \
 
 .PHONY: all module user selftests check check-debug check-debug-quick demo \
 	demo-faults bench \
-	install clean checkpatch sparse deps
+	install install-dkms deb clean checkpatch sparse deps
 
 all: module user
 
@@ -73,7 +82,7 @@ module:
 		"(install linux-headers, or set KDIR)" >&2; exit 1; }
 	$(MAKE) -C $(KDIR) M=$(CURDIR) W=1 modules
 
-user: $(LIB_SO) $(LIB_A) $(RPAGECTL) $(O_USER)/librpage.pc
+user: $(LIB_SO) $(LIB_A) $(RPAGECTL)
 
 $(O_USER)/%.pic.o: ulib/%.c $(LIB_HDRS)
 	@mkdir -p $(dir $@)
@@ -84,7 +93,7 @@ $(O_USER)/%.o: ulib/%.c $(LIB_HDRS) ulib/rpagectl.h
 	$(CC) $(USER_CFLAGS) -c -o $@ $<
 
 $(LIB_SO): $(O_USER)/librpage.pic.o ulib/librpage.map
-	$(CC) $(CFLAGS) -shared -Wl,-soname,$(LIB_SONAME) \
+	$(CC) $(CFLAGS) $(LDFLAGS) -shared -Wl,-soname,$(LIB_SONAME) \
 		-Wl,--version-script=ulib/librpage.map -Wl,-z,defs \
 		-o $@ $(O_USER)/librpage.pic.o
 	ln -sf $(notdir $@) $(O_USER)/$(LIB_SONAME)
@@ -94,12 +103,7 @@ $(LIB_A): $(O_USER)/librpage.o
 	$(AR) rcs $@ $^
 
 $(RPAGECTL): $(CTL_OBJS) $(LIB_A)
-	$(CC) $(CFLAGS) -o $@ $^
-
-$(O_USER)/librpage.pc: ulib/librpage.pc.in VERSION
-	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' \
-	    -e 's|@INCLUDEDIR@|$(INCLUDEDIR)|' -e 's|@VERSION@|$(VERSION)|' \
-	    $< > $@
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^
 
 # The kernel's own kselftest harness, taken from Debian's linux-source
 # tarball at build time (never committed).
@@ -197,19 +201,52 @@ demo-faults:
 bench:
 	./selftests/vm/bench.sh
 
+# librpage.pc says where the library and headers are installed, so it is
+# written here, from the directories of this make install: one made at
+# build time kept the PREFIX of the build (make && make install
+# PREFIX=/usr installed a librpage.pc that said /usr/local).
 install: user
-	install -d $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(INCLUDEDIR)/linux \
+	install -d $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(UAPI_INCLUDEDIR)/linux \
 		$(DESTDIR)$(SBINDIR) $(DESTDIR)$(MANDIR)/man3 $(DESTDIR)$(MANDIR)/man8
 	install -m 0755 $(LIB_SO) $(DESTDIR)$(LIBDIR)/
 	ln -sf $(notdir $(LIB_SO)) $(DESTDIR)$(LIBDIR)/$(LIB_SONAME)
 	ln -sf $(LIB_SONAME) $(DESTDIR)$(LIBDIR)/librpage.so
 	install -m 0644 $(LIB_A) $(DESTDIR)$(LIBDIR)/
-	install -m 0644 $(O_USER)/librpage.pc $(DESTDIR)$(LIBDIR)/pkgconfig/
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' \
+	    -e 's|@INCLUDEDIR@|$(INCLUDEDIR)|' \
+	    -e 's|@UAPI_INCLUDEDIR@|$(UAPI_INCLUDEDIR)|' -e 's|@VERSION@|$(VERSION)|' \
+	    ulib/librpage.pc.in > $(DESTDIR)$(LIBDIR)/pkgconfig/librpage.pc
+	chmod 0644 $(DESTDIR)$(LIBDIR)/pkgconfig/librpage.pc
 	install -m 0644 ulib/librpage.h $(DESTDIR)$(INCLUDEDIR)/
-	install -m 0644 include/uapi/linux/rpage.h $(DESTDIR)$(INCLUDEDIR)/linux/
+	install -m 0644 include/uapi/linux/rpage.h $(DESTDIR)$(UAPI_INCLUDEDIR)/linux/
 	install -m 0755 $(RPAGECTL) $(DESTDIR)$(SBINDIR)/
 	install -m 0644 ulib/man/*.3 $(DESTDIR)$(MANDIR)/man3/
 	install -m 0644 ulib/man/*.8 $(DESTDIR)$(MANDIR)/man8/
+
+# What DKMS needs to build rpage.ko on the host that loads it, in the
+# directory DKMS looks in, whatever the PREFIX: dkms.conf, the Kbuild
+# files, VERSION (kmod/Kbuild reads it) and the sources, and nothing
+# else (no build/, no objects of an in-tree build). Then
+# "dkms install rpage/$(VERSION)"; Debian's rpage-dkms package is this.
+DKMS_SRCDIR = /usr/src/rpage-$(VERSION)
+KMOD_SRCS = $(filter-out %.mod.c,$(wildcard kmod/*.c)) $(wildcard kmod/*.h) \
+	kmod/Kbuild
+
+install-dkms:
+	install -d $(DESTDIR)$(DKMS_SRCDIR)/kmod \
+		$(DESTDIR)$(DKMS_SRCDIR)/include/uapi/linux
+	install -m 0644 dkms.conf Kbuild VERSION $(DESTDIR)$(DKMS_SRCDIR)/
+	install -m 0644 $(KMOD_SRCS) $(DESTDIR)$(DKMS_SRCDIR)/kmod/
+	install -m 0644 include/uapi/linux/rpage.h \
+		$(DESTDIR)$(DKMS_SRCDIR)/include/uapi/linux/
+
+# The packages, checked the way an archive would take them: lintian
+# fails them on any error or warning (debian/*.lintian-overrides say why
+# for each tag overridden).
+DEB_OUT ?= build/deb
+deb:
+	./scripts/build-deb.sh $(DEB_OUT)
+	lintian --fail-on error,warning --display-info $(DEB_OUT)/rpage_*.changes
 
 clean:
 	-test -d "$(KDIR)" && $(MAKE) -C $(KDIR) M=$(CURDIR) clean

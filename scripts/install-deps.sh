@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: GPL-2.0
 #
 # Install every Debian 12 package that building rpage, its tests, the
-# demo and the benchmarks need. Idempotent; run as root.
+# demo, the benchmarks and its Debian packages (make deb) need.
+# Idempotent; run as root.
 set -eu
 
 PACKAGES="
@@ -14,6 +15,7 @@ qemu-system-x86 busybox-static cpio kmod iproute2
 rdma-core ibverbs-utils rdmacm-utils perftest
 libibverbs-dev librdmacm-dev
 sparse gnuplot-nox jq
+dpkg-dev debhelper dh-dkms lintian
 "
 
 missing=""

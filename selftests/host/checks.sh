@@ -2,8 +2,9 @@
 # SPDX-License-Identifier: GPL-2.0
 #
 # Host-side checks, as TAP: kernel coding style (checkpatch --strict),
-# sparse on every kernel, and the library's exported ABI. Runs after the
-# userspace build and before the guests.
+# sparse on every kernel, the library's exported ABI, and the install
+# layout and Debian packages (packages.sh). Runs after the userspace
+# build and before the guests.
 set -u
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -104,4 +105,9 @@ if [ "$got" = 'kernel log: BUG: unable to handle page fault for address: 0000000
 else
 	tap "not ok" "a kernel complaint with a backslash is reported whole (got '$got')"
 fi
+# make install's layout and librpage.pc, and make deb's packages, their
+# contents and lintian (about 15 s).
+# shellcheck source=selftests/host/packages.sh
+. "$here/packages.sh"
+check_packages
 echo "1..$n"
