@@ -60,11 +60,13 @@ static struct workqueue_struct *rpage_prefetch_wq;
  * @index: their indexes in the mapping.
  * @pages: the pages of their folios, locked in the page cache, which the
  *	chunk holds a reference to until their READ ends.
+ * @reclaimed: whether reclaim had dropped each one (it is read again).
  */
 struct rpage_prefetch_chunk {
 	unsigned long nr;
 	unsigned long *index;
 	struct page **pages;
+	bool *reclaimed;
 };
 
 /**
@@ -264,8 +266,8 @@ static struct rpage_prefetch_run *rpage_prefetch_alloc(struct rpage_mapping *map
 	run = kzalloc(sizeof(*run), GFP_KERNEL);
 	if (!run)
 		return NULL;
-	mem = kcalloc(2 * chunk, sizeof(unsigned long) + sizeof(struct page *),
-		      GFP_KERNEL);
+	mem = kcalloc(2 * chunk, sizeof(unsigned long) + sizeof(struct page *) +
+		      sizeof(bool), GFP_KERNEL);
 	if (!mem) {
 		kfree(run);
 		return NULL;
@@ -274,6 +276,8 @@ static struct rpage_prefetch_run *rpage_prefetch_alloc(struct rpage_mapping *map
 	run->ahead.index = run->cur.index + chunk;
 	run->cur.pages = (struct page **)(run->ahead.index + chunk);
 	run->ahead.pages = run->cur.pages + chunk;
+	run->cur.reclaimed = (bool *)(run->ahead.pages + chunk);
+	run->ahead.reclaimed = run->cur.reclaimed + chunk;
 	run->chunk_max = chunk;
 	kref_get(&map->ref);
 	run->map = map;
@@ -364,8 +368,7 @@ static unsigned long rpage_prefetch_claim(struct rpage_prefetch_run *run,
 			atomic_long_inc(&run->failed);
 			break;
 		}
-		if (reclaimed)
-			rpage_fault_count(map, RPAGE_FC_REFETCHED, 1);
+		chunk->reclaimed[chunk->nr] = reclaimed;
 		chunk->index[chunk->nr] = run->next;
 		chunk->pages[chunk->nr++] = folio_page(folio, 0);
 	}
@@ -399,7 +402,7 @@ static void rpage_prefetch_done(struct rpage_xfer *x, unsigned long first,
 {
 	struct rpage_prefetch_run *run = x->priv;
 	struct rpage_prefetch_chunk *chunk = &run->cur;
-	unsigned long i;
+	unsigned long i, refetched = 0;
 
 	for (i = first; i < first + nr; i++) {
 		struct folio *folio = page_folio(chunk->pages[i]);
@@ -408,6 +411,7 @@ static void rpage_prefetch_done(struct rpage_xfer *x, unsigned long first,
 			rpage_prefetch_drop(run, chunk, i);
 			continue;
 		}
+		refetched += chunk->reclaimed[i];
 		/*
 		 * Until a fault maps it: a prefetch hit (see
 		 * rpage_fault_prefetch_hit()).
@@ -421,8 +425,12 @@ static void rpage_prefetch_done(struct rpage_xfer *x, unsigned long first,
 		folio_put(folio);
 		chunk->pages[i] = NULL;
 	}
-	if (!status && !run->for_fault)
+	if (!status && !run->for_fault) {
 		rpage_fault_count(run->map, RPAGE_FC_PREFETCHED, nr);
+		if (refetched)
+			rpage_fault_count(run->map, RPAGE_FC_REFETCHED,
+					  refetched);
+	}
 }
 
 /*
@@ -524,7 +532,7 @@ long rpage_ioctl_prefetch(struct rpage_file *rfile, void __user *argp)
 	 * whether any is missing or not (the pages here stay too).
 	 */
 	if (arg.flags & RPAGE_PREFETCH_KEEP)
-		rpage_fs_keep(map);
+		rpage_map_keep(map);
 	arg.queued = nr - rpage_map_pages_cached(map, first, first + nr - 1,
 						 false);
 	if (!arg.queued)
@@ -649,6 +657,14 @@ static void rpage_fault_start_read(struct rpage_mapping *map,
 	rpage_prefetch_queue(run);
 }
 
+/* A fault read its page, again if reclaim had dropped it. */
+static void rpage_fault_count_read(struct rpage_mapping *map, bool reclaimed)
+{
+	rpage_fault_count(map, RPAGE_FC_FAULTS, 1);
+	if (reclaimed)
+		rpage_fault_count(map, RPAGE_FC_REFETCHED, 1);
+}
+
 /*
  * Fault @fc holds @folio (new, locked) at @index: it reads it, or with
  * FAULT_FLAG_RETRY_NOWAIT has it read in the background. Returns how
@@ -657,13 +673,14 @@ static void rpage_fault_start_read(struct rpage_mapping *map,
  */
 static enum rpage_fault_result rpage_fault_read(struct rpage_fault_ctx *fc,
 						struct folio *folio,
-						pgoff_t index, int *err)
+						pgoff_t index, bool reclaimed,
+						int *err)
 {
 	struct rpage_mapping *map = fc->map;
 
 	if (fc->vmf->flags & FAULT_FLAG_RETRY_NOWAIT) {
 		rpage_fault_start_read(map, folio, index);
-		rpage_fault_count(map, RPAGE_FC_FAULTS, 1);
+		rpage_fault_count_read(map, reclaimed);
 		fc->counted = true;
 		return RPAGE_FAULT_RETRY;
 	}
@@ -676,7 +693,7 @@ static enum rpage_fault_result rpage_fault_read(struct rpage_fault_ctx *fc,
 		/* Without the lock, the retried fault reports it. */
 		return fc->unlocked ? RPAGE_FAULT_RETRY : RPAGE_FAULT_SIGBUS;
 	}
-	rpage_fault_count(map, RPAGE_FC_FAULTS, 1);
+	rpage_fault_count_read(map, reclaimed);
 	fc->counted = true;
 	if (fc->unlocked) {
 		/* The page cache holds the page; the retry maps it. */
@@ -758,10 +775,8 @@ again:
 			*err = PTR_ERR(folio);
 			return RPAGE_FAULT_SIGBUS;
 		}
-		/* This fault reads the page, again if reclaim dropped it. */
-		if (reclaimed)
-			rpage_fault_count(map, RPAGE_FC_REFETCHED, 1);
-		return rpage_fault_read(fc, folio, index, err);
+		/* This fault reads the page. */
+		return rpage_fault_read(fc, folio, index, reclaimed, err);
 	}
 	if (!folio_trylock(folio)) {
 		/* Not up to date: a READ is in flight, which this waits for. */
@@ -774,6 +789,14 @@ again:
 				rpage_fault_count(map, RPAGE_FC_WAITS, 1);
 				fc->counted = true;
 			}
+		} else if (!*err && ret == RPAGE_FAULT_RETRY && fc->unlocked) {
+			/*
+			 * Up to date, locked a moment by fault-around, reclaim
+			 * or an eviction: a minor fault, counted now, as its
+			 * retry is not.
+			 */
+			rpage_fault_count(map, RPAGE_FC_MINOR, 1);
+			fc->counted = true;
 		}
 		if (ret)
 			return ret;
@@ -796,7 +819,7 @@ again:
 	 * gone; one that is not would be a READ's left behind: read it.
 	 */
 	if (!folio_test_uptodate(folio))
-		return rpage_fault_read(fc, folio, index, err);
+		return rpage_fault_read(fc, folio, index, false, err);
 	rpage_fault_prefetch_hit(map, folio);
 	vmf->page = folio_file_page(folio, index);
 	return waited ? RPAGE_FAULT_WAITED : RPAGE_FAULT_MINOR;
@@ -937,7 +960,13 @@ vm_fault_t rpage_vm_fault(struct vm_fault *vmf)
 		break;
 	case RPAGE_FAULT_RETRY:
 		counted = fc.counted;
-		ret = VM_FAULT_RETRY;
+		/*
+		 * Counted now: its retry must say it was tried, and 6.12 sets
+		 * FAULT_FLAG_TRIED on the retry of a fault taken under the
+		 * VMA lock only when the first attempt was major (as
+		 * filemap_fault() answers after I/O).
+		 */
+		ret = VM_FAULT_RETRY | (counted ? VM_FAULT_MAJOR : 0);
 		break;
 	case RPAGE_FAULT_SIGBUS:
 		if (err == -ENOMEM) {

@@ -26,7 +26,7 @@
  * no writeback writes them (no ->writepage: reclaim keeps them active).
  * A mapping whose pages here are all it can ever have (its peer deleted,
  * or pulled to be kept: RPAGE_PREFETCH_KEEP) is made unevictable, as
- * secretmem's address spaces are (rpage_fs_keep()).
+ * secretmem's address spaces are (rpage_map_keep()).
  */
 #include "rpage-pri.h"
 
@@ -95,22 +95,6 @@ struct inode *rpage_fs_inode_new(struct rpage_mapping *map)
 	inode->i_mapping->a_ops = &rpage_fs_aops;
 	i_size_write(inode, (loff_t)map->nr_pages << PAGE_SHIFT);
 	return inode;
-}
-
-/**
- * rpage_fs_keep - reclaim no longer drops @map's pages
- * @map: a mapping whose pages here must stay: they cannot, or need not,
- *	be read again.
- *
- * Pages on the LRU already are culled to the unevictable list as reclaim
- * meets them; reclaim checks the address space under the folio's lock,
- * so none is dropped after this returns but one reclaim had decided on
- * just before.
- */
-void rpage_fs_keep(struct rpage_mapping *map)
-{
-	if (!mapping_unevictable(map->mapping))
-		mapping_set_unevictable(map->mapping);
 }
 
 /**

@@ -93,7 +93,7 @@ void rpage_maps_peer_deleted(struct rpage_peer *peer)
 		xas_pause(&xas);
 		rcu_read_unlock();
 		/* Its pages here are all it will ever have. */
-		rpage_fs_keep(map);
+		rpage_map_keep(map);
 		rpage_map_detach(map);
 		rpage_map_put(map);
 		cond_resched();
@@ -449,11 +449,54 @@ void rpage_map_vma_init(struct vm_area_struct *vma, struct rpage_mapping *map)
 	 * core dumps (which would fetch every page) and, being special, of
 	 * mlock and khugepaged: its pages stay as long as the mapping keeps
 	 * them (reclaim may drop clean ones unless it is kept:
-	 * rpage_fs_keep()), and are base pages.
+	 * rpage_map_keep()), and are base pages.
 	 */
 	rpage_vm_flags_set(vma, VM_DONTEXPAND | VM_DONTDUMP);
 	vma->vm_ops = &rpage_vm_ops;
 	vma->vm_private_data = map;
+}
+
+/*
+ * Locks each folio of @map that is up to date, one at a time, and drops
+ * it from the page cache with @truncate: taking the lock waits for
+ * whoever holds it (a fault mapping it, fault-around, reclaim deciding
+ * on it, an eviction). A folio whose reference cannot be taken is being
+ * frozen (freed, or moved by compaction: a new folio takes its slot), so
+ * the slot is read again, as the page cache's own lookups do.
+ */
+static void rpage_map_lock_each(struct rpage_mapping *map, bool truncate)
+{
+	XA_STATE(xas, &map->mapping->i_pages, 0);
+	struct folio *folio;
+	unsigned int n = 0;
+
+	rcu_read_lock();
+	xas_for_each(&xas, folio, ULONG_MAX) {
+		if (xas_retry(&xas, folio) || xa_is_value(folio))
+			continue;
+		if (!folio_test_uptodate(folio))
+			continue;
+		if (!folio_try_get(folio)) {
+			xas_reset(&xas);
+			continue;
+		}
+		if (unlikely(folio != xas_reload(&xas))) {
+			folio_put(folio);
+			xas_reset(&xas);
+			continue;
+		}
+		xas_pause(&xas);
+		rcu_read_unlock();
+		folio_lock(folio);
+		if (truncate)
+			rpage_folio_truncate(map->mapping, folio);
+		folio_unlock(folio);
+		folio_put(folio);
+		if (!(++n % RPAGE_MAP_WALK_BATCH))
+			cond_resched();
+		rcu_read_lock();
+	}
+	rcu_read_unlock();
 }
 
 /**
@@ -475,31 +518,34 @@ void rpage_map_vma_init(struct vm_area_struct *vma, struct rpage_mapping *map)
  */
 void rpage_map_kill(struct rpage_mapping *map)
 {
-	XA_STATE(xas, &map->mapping->i_pages, 0);
-	struct folio *folio;
-	unsigned int n = 0;
-
 	WRITE_ONCE(map->dead, true);
 	/* Pairs with the one in rpage_map_folio_ready(). */
 	smp_mb();
-	rcu_read_lock();
-	xas_for_each(&xas, folio, ULONG_MAX) {
-		if (xas_retry(&xas, folio) || xa_is_value(folio))
-			continue;
-		if (!folio_test_uptodate(folio) || !folio_try_get(folio))
-			continue;
-		xas_pause(&xas);
-		rcu_read_unlock();
-		folio_lock(folio);
-		rpage_folio_truncate(map->mapping, folio);
-		folio_unlock(folio);
-		folio_put(folio);
-		if (!(++n % RPAGE_MAP_WALK_BATCH))
-			cond_resched();
-		rcu_read_lock();
-	}
-	rcu_read_unlock();
+	rpage_map_lock_each(map, true);
 	unmap_mapping_range(map->mapping, 0, 0, 1);
+}
+
+/**
+ * rpage_map_keep - reclaim no longer drops @map's pages
+ * @map: a mapping whose pages here must stay: they cannot, or need not,
+ *	be read again (its peer deleted; a pull, RPAGE_PREFETCH_KEEP).
+ *
+ * The address space becomes unevictable, as secretmem's are. Reclaim
+ * checks that under the folio's lock, so taking each folio's lock once
+ * afterwards waits out a reclaimer that decided on it before: once this
+ * returns, every page here stays, and a page such a reclaimer dropped
+ * meanwhile is absent (a pull reads it again; without a peer, it is
+ * lost as a page never read is). Pages on the LRU already are moved to
+ * the unevictable list as reclaim meets them.
+ */
+void rpage_map_keep(struct rpage_mapping *map)
+{
+	if (mapping_unevictable(map->mapping))
+		return;
+	mapping_set_unevictable(map->mapping);
+	/* Seen by reclaim on every CPU before it locks another folio. */
+	smp_mb__after_atomic();
+	rpage_map_lock_each(map, false);
 }
 
 /**

@@ -969,6 +969,7 @@ struct rpage_mapping *rpage_map_new(const struct rpage_map *arg);
 int rpage_map_insert(struct rpage_mapping *map);
 void rpage_map_remove(struct rpage_mapping *map);
 void rpage_map_kill(struct rpage_mapping *map);
+void rpage_map_keep(struct rpage_mapping *map);
 void rpage_map_vma_init(struct vm_area_struct *vma, struct rpage_mapping *map);
 int rpage_map_check(const struct rpage_map *arg);
 struct rpage_mapping *rpage_map_get_range(const struct rpage_file *rfile,
@@ -992,7 +993,6 @@ int rpage_fs_init(void);
 void rpage_fs_exit(void);
 struct inode *rpage_fs_inode_new(struct rpage_mapping *map);
 struct file *rpage_fs_file_new(struct rpage_mapping *map);
-void rpage_fs_keep(struct rpage_mapping *map);
 
 /* rpage-named.c */
 int rpage_named_init(void);

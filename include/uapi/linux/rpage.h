@@ -833,8 +833,9 @@ struct rpage_evict {
  * @waits: faults that waited for a READ of their page already in flight
  *	(another fault's or a prefetch's).
  * @prefetched: pages read by prefetch or read-ahead.
- * @prefetch_hits: faults served by a prefetched page (also counted in
- *	@minor_faults or @waits).
+ * @prefetch_hits: prefetched pages a fault found: its own (also counted
+ *	in @minor_faults or @waits), or one that fault-around was about to
+ *	map beside it.
  * @evicted: pages evicted.
  * @written: dirty pages written back by eviction.
  * @sigbus: faults answered with SIGBUS.
@@ -845,8 +846,9 @@ struct rpage_evict {
  *	the kernel's own accesses, and a fault retried after it waited
  *	without its lock (RPAGE_FEATURE_FAULT_LOCKS).
  * @refetched: pages read again, by a fault or a prefetch, after reclaim
- *	dropped them (RPAGE_FEATURE_RECLAIM); also counted in @faults,
- *	@prefetched.
+ *	dropped them (RPAGE_FEATURE_RECLAIM); also counted in @faults or
+ *	@prefetched. A lower bound: the kernel forgets pages it dropped
+ *	long ago (their shadow entries) under memory pressure.
  * @reserved: zero.
  * @latency: histogram of every fault's time in rpage, from entry to the
  *	page being ready, log2 buckets of nanoseconds.
