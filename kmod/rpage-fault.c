@@ -826,9 +826,13 @@ again:
 }
 
 /*
- * The prefetch hits among pages @first to @last of @map that fault-around
- * is about to map: up to date, unlocked (a locked one is being mapped by
- * a fault, which counts it, or evicted), and still marked as prefetched.
+ * The prefetch hits among pages @first to @last of @map once fault-around
+ * has mapped them: still marked as prefetched, and mapped now. Counted
+ * after, not before: a folio whose READ ended (and lock went) between a
+ * count and filemap_map_pages() would be mapped uncounted, and never
+ * fault. A fault that maps a marked folio itself counts it under the
+ * folio's lock, before it is mapped; the mark's atomic clear counts each
+ * page once, whoever sees it first.
  */
 static void rpage_map_pages_prefetch_hits(struct rpage_mapping *map,
 					  pgoff_t first, pgoff_t last)
@@ -846,8 +850,7 @@ static void rpage_map_pages_prefetch_hits(struct rpage_mapping *map,
 		 */
 		if (!folio_try_get(folio))
 			continue;
-		if (folio == xas_reload(&xas) && folio_test_uptodate(folio) &&
-		    !folio_test_locked(folio))
+		if (folio == xas_reload(&xas) && folio_mapped(folio))
 			rpage_fault_prefetch_hit(map, folio);
 		folio_put(folio);
 	}
@@ -872,7 +875,7 @@ static void rpage_fault_count_lock(struct rpage_mapping *map,
  * here) never reaches ->fault, so it is counted here, as ->fault would
  * have: a minor fault, its latency, its tracepoints. The neighbours it
  * maps take no fault at all; a prefetched one among them is a prefetch
- * hit now (it will not fault when touched).
+ * hit (it will not fault when touched).
  */
 vm_fault_t rpage_vm_map_pages(struct vm_fault *vmf, pgoff_t start_pgoff,
 			      pgoff_t end_pgoff)
@@ -900,9 +903,9 @@ vm_fault_t rpage_vm_map_pages(struct vm_fault *vmf, pgoff_t start_pgoff,
 	 */
 	if (!rpage_page_cached(map, vmf->pgoff))
 		return 0;
+	ret = filemap_map_pages(vmf, start_pgoff, end_pgoff);
 	if (READ_ONCE(map->prefetched))
 		rpage_map_pages_prefetch_hits(map, start_pgoff, end_pgoff);
-	ret = filemap_map_pages(vmf, start_pgoff, end_pgoff);
 	if (!(ret & VM_FAULT_NOPAGE))
 		return ret;
 	trace_rpage_fault_begin(map->id, vmf->pgoff, vmf->address,

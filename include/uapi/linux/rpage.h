@@ -834,8 +834,8 @@ struct rpage_evict {
  *	(another fault's or a prefetch's).
  * @prefetched: pages read by prefetch or read-ahead.
  * @prefetch_hits: prefetched pages a fault found: its own (also counted
- *	in @minor_faults or @waits), or one that fault-around was about to
- *	map beside it.
+ *	in @minor_faults or @waits), or one that fault-around mapped
+ *	beside it.
  * @evicted: pages evicted.
  * @written: dirty pages written back by eviction.
  * @sigbus: faults answered with SIGBUS.
