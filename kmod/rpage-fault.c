@@ -881,7 +881,7 @@ vm_fault_t rpage_vm_map_pages(struct vm_fault *vmf, pgoff_t start_pgoff,
 			      pgoff_t end_pgoff)
 {
 	struct rpage_mapping *map = vmf->vma->vm_private_data;
-	u64 begin = ktime_get_ns();
+	u64 begin, ns;
 	vm_fault_t ret;
 
 	/*
@@ -903,6 +903,7 @@ vm_fault_t rpage_vm_map_pages(struct vm_fault *vmf, pgoff_t start_pgoff,
 	 */
 	if (!rpage_page_cached(map, vmf->pgoff))
 		return 0;
+	begin = ktime_get_ns();
 	ret = filemap_map_pages(vmf, start_pgoff, end_pgoff);
 	if (READ_ONCE(map->prefetched))
 		rpage_map_pages_prefetch_hits(map, start_pgoff, end_pgoff);
@@ -911,13 +912,13 @@ vm_fault_t rpage_vm_map_pages(struct vm_fault *vmf, pgoff_t start_pgoff,
 	trace_rpage_fault_begin(map->id, vmf->pgoff, vmf->address,
 				vmf->flags & FAULT_FLAG_WRITE);
 	rpage_fault_count_lock(map, vmf);
+	ns = ktime_get_ns() - begin;
 	/* A retried fault finding its page was counted the first time. */
 	if (!(vmf->flags & FAULT_FLAG_TRIED)) {
 		rpage_fault_count(map, RPAGE_FC_MINOR, 1);
-		rpage_fault_count_latency(map, ktime_get_ns() - begin);
+		rpage_fault_count_latency(map, ns);
 	}
-	trace_rpage_fault_end(map->id, vmf->pgoff, RPAGE_FAULT_MINOR, 0,
-			      ktime_get_ns() - begin);
+	trace_rpage_fault_end(map->id, vmf->pgoff, RPAGE_FAULT_MINOR, 0, ns);
 	return ret;
 }
 
@@ -927,7 +928,7 @@ vm_fault_t rpage_vm_fault(struct vm_fault *vmf)
 	struct rpage_fault_ctx fc = { .vmf = vmf, .map = map };
 	pgoff_t index = vmf->pgoff;
 	enum rpage_fault_result result;
-	u64 begin = ktime_get_ns();
+	u64 begin = ktime_get_ns(), ns;
 	bool counted = true;
 	vm_fault_t ret = 0;
 	int err = 0;
@@ -984,10 +985,15 @@ vm_fault_t rpage_vm_fault(struct vm_fault *vmf)
 		ret = VM_FAULT_SIGBUS;
 		break;
 	}
+	/*
+	 * One reading of the clock for both: a tracepoint's arguments are
+	 * computed whether it is enabled or not, and a clock read is not
+	 * free everywhere (an emulated HPET costs a microsecond or more).
+	 */
+	ns = ktime_get_ns() - begin;
 	if (counted)
-		rpage_fault_count_latency(map, ktime_get_ns() - begin);
-	trace_rpage_fault_end(map->id, index, result, err,
-			      ktime_get_ns() - begin);
+		rpage_fault_count_latency(map, ns);
+	trace_rpage_fault_end(map->id, index, result, err, ns);
 	/* The area may be gone: only the reference taken to unlock holds @map. */
 	if (fc.unlocked)
 		rpage_map_put(map);
