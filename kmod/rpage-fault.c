@@ -344,7 +344,7 @@ static unsigned long rpage_prefetch_claim(struct rpage_prefetch_run *run,
 	for (; run->left && chunk->nr < run->chunk_max;
 	     run->left--, run->next += run->stride) {
 		struct folio *folio;
-		bool reclaimed;
+		void *entry;
 
 		if (run->next >= map->nr_pages) {
 			run->left = 0;
@@ -353,13 +353,14 @@ static unsigned long rpage_prefetch_claim(struct rpage_prefetch_run *run,
 		/* A range mostly here already is long to walk. */
 		if (!(++scanned % 1024))
 			cond_resched();
-		if (rpage_page_cached(map, run->next))
+		/* Here or being read: skipped; a shadow: reclaim dropped it. */
+		entry = xa_load(&map->mapping->i_pages, run->next);
+		if (entry && !xa_is_value(entry))
 			continue;
 		if (chunk->nr >= allowed) {
 			run->stopped = "memory down to prefetch_reserve_pct";
 			break;
 		}
-		reclaimed = rpage_page_reclaimed(map, run->next);
 		folio = rpage_folio_create(map, run->next, gfp, run->memcg);
 		if (IS_ERR(folio)) {
 			if (PTR_ERR(folio) == -EEXIST)
@@ -368,7 +369,7 @@ static unsigned long rpage_prefetch_claim(struct rpage_prefetch_run *run,
 			atomic_long_inc(&run->failed);
 			break;
 		}
-		chunk->reclaimed[chunk->nr] = reclaimed;
+		chunk->reclaimed[chunk->nr] = xa_is_value(entry);
 		chunk->index[chunk->nr] = run->next;
 		chunk->pages[chunk->nr++] = folio_page(folio, 0);
 	}
