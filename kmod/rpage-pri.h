@@ -190,7 +190,8 @@ struct rpage_peer;
  *	queue pair this host opened, @ppd's for one a peer opened.
  * @ppd: inbound: the peer's protection domain on @dev, referenced.
  * @cq: outbound: the send completion queue, polled by whoever posted
- *	(IB_POLL_DIRECT); inbound: the one completion queue.
+ *	while it waits briefly, and by a work item when it interrupts
+ *	(IB_POLL_WORKQUEUE); inbound: the one completion queue.
  * @recv_cq: outbound: the receive completion queue (control messages).
  * @recvs: the first queue pair of a set: the posted receive buffers.
  * @recv_lock: orders reposting a receive against teardown.
@@ -208,6 +209,8 @@ struct rpage_peer;
  * @detached_lock: protects @detached.
  * @detached: transfers of killed tasks whose work requests are still in
  *	flight on it (the RDMA transport's runs, which free themselves).
+ * @xfer_wait: transfers asleep until a work request of theirs completes,
+ *	each woken for its own (rpage_xfer_sleep(), keyed by run).
  * @tp: the transport's own state of the connection, if it keeps any
  *	there (TCP: its socket, struct rpage_tcp_queue).
  */
@@ -233,6 +236,7 @@ struct rpage_conn {
 	u64 hb_seq;
 	spinlock_t detached_lock;	/* see kernel-doc */
 	struct list_head detached;
+	wait_queue_head_t xfer_wait;
 	void *tp;
 };
 
@@ -923,6 +927,10 @@ void rpage_xfer_locate(struct rpage_xfer_run *run, unsigned long g,
 void rpage_xfer_moved(struct rpage_xfer_run *run, unsigned long first,
 		      unsigned long nr);
 void rpage_xfer_slow(void *ctx);
+void rpage_xfer_wake(struct wait_queue_head *wq, const void *key);
+long rpage_xfer_sleep(struct wait_queue_head *wq, const void *key,
+		      bool (*ready)(void *arg), void *arg, long timeout,
+		      bool killable);
 
 /* rpage-rdma-peer.c */
 extern const struct rpage_transport_ops rpage_rdma_transport;

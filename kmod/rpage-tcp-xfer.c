@@ -10,7 +10,9 @@
  * received straight into the caller's pages; a write's pages are sent
  * without a copy. The caller polls for its answers itself for a moment
  * (running the receive path if nobody else is), then sleeps until the
- * receive work completes one. No answer for io_timeout_ms reports the
+ * receive work completes one of its own requests: an answer wakes the
+ * transfer it is for, not every transfer on the connection (many faults
+ * share one). No answer for io_timeout_ms reports the
  * connection lost; a transfer that gives up (killed, or the connection
  * broken) abandons its requests under the receive lock, so that an
  * answer arriving later is dropped and never written into its pages.
@@ -43,8 +45,7 @@
  * @q: its queue.
  * @mine: the tags of the requests this transfer has in flight.
  * @inflight: how many.
- * @done: requests of it the receive path completed (it counts).
- * @seen: @done when the transfer last looked.
+ * @want_tag: it has nothing in flight and waits for a free tag.
  * @next: the page to consider next.
  */
 struct rpage_tcp_run {
@@ -53,8 +54,7 @@ struct rpage_tcp_run {
 	struct rpage_tcp_queue *q;
 	DECLARE_BITMAP(mine, RPAGE_TCP_TAGS);
 	unsigned int inflight;
-	atomic_t done;
-	int seen;
+	bool want_tag;
 	unsigned long next;
 };
 
@@ -81,7 +81,8 @@ static void rpage_tcp_tag_put(struct rpage_tcp_queue *q, unsigned int tag)
 	WRITE_ONCE(q->reqs[tag].state, RPAGE_TCP_REQ_FREE);
 	__clear_bit(tag, q->tags);
 	spin_unlock(&q->tags_lock);
-	wake_up_all(&q->wait);
+	/* Only the transfers waiting for a tag (the bitmap is their key). */
+	rpage_xfer_wake(&q->wait, q->tags);
 }
 
 /* A free tag of @q, or -1. */
@@ -106,6 +107,7 @@ static void rpage_tcp_req_finish(struct rpage_tcp_queue *q,
 {
 	struct rpage_peer *peer = q->conn->peer;
 	u64 ns = ktime_get_ns() - req->sent_ns;
+	struct rpage_tcp_run *tr;
 
 	rpage_counters_io(&peer->counters, req->write, req->nr, ns, err != 0);
 	trace_rpage_io_done(peer->id, q->conn->index, req->write, req->nr, err,
@@ -115,10 +117,14 @@ static void rpage_tcp_req_finish(struct rpage_tcp_queue *q,
 		return;
 	}
 	req->status = err;
-	/* Pairs with rpage_tcp_reap(): the status and pages before DONE. */
+	tr = req->tr;
+	/*
+	 * Pairs with rpage_tcp_reap(): the status and pages before DONE.
+	 * Once DONE the transfer may reap it, end and be freed: after this
+	 * @tr is only a key, never dereferenced.
+	 */
 	smp_store_release(&req->state, RPAGE_TCP_REQ_DONE);
-	atomic_inc(&req->tr->done);
-	wake_up_all(&q->wait);
+	rpage_xfer_wake(&q->wait, tr);
 }
 
 /**
@@ -486,7 +492,6 @@ static int rpage_tcp_reap(struct rpage_tcp_run *tr)
 	unsigned int tag;
 	int err = 0;
 
-	tr->seen = atomic_read(&tr->done);
 	for_each_set_bit(tag, tr->mine, RPAGE_TCP_TAGS) {
 		struct rpage_tcp_req *req = &q->reqs[tag];
 
@@ -530,21 +535,34 @@ static void rpage_tcp_abandon(struct rpage_tcp_run *tr)
 	mutex_unlock(&q->rx_mutex);
 }
 
-/* Whether something the transfer waits for happened. */
-static bool rpage_tcp_progress(struct rpage_tcp_run *tr, bool want_tag)
+/*
+ * Whether something the transfer waits for happened: one of its requests
+ * is done (or, waiting for a tag, one is free), or the connection broke.
+ */
+static bool rpage_tcp_progress(void *arg)
 {
+	struct rpage_tcp_run *tr = arg;
 	struct rpage_tcp_queue *q = tr->q;
+	unsigned int tag;
 
-	return atomic_read(&tr->done) != tr->seen || READ_ONCE(q->dead) ||
-	       (want_tag && find_first_zero_bit(q->tags, RPAGE_TCP_TAGS) <
-		RPAGE_TCP_TAGS);
+	if (READ_ONCE(q->dead))
+		return true;
+	if (tr->want_tag)
+		return find_first_zero_bit(q->tags, RPAGE_TCP_TAGS) <
+		       RPAGE_TCP_TAGS;
+	for_each_set_bit(tag, tr->mine, RPAGE_TCP_TAGS) {
+		/* Pairs with rpage_tcp_req_finish(). */
+		if (smp_load_acquire(&q->reqs[tag].state) == RPAGE_TCP_REQ_DONE)
+			return true;
+	}
+	return false;
 }
 
 /*
  * Waits until one of the transfer's requests is done (or, with
  * @want_tag and none in flight, a tag is free): polling a moment,
- * running the receive path itself if nobody else is, then asleep (a
- * tick, then a second at a time, the caller told first).
+ * running the receive path itself if nobody else is, then asleep until
+ * woken for it (a second at a time, the caller told first).
  * 0; -ECONNRESET if the connection broke; -EINTR if a killable caller
  * was killed; -ETIMEDOUT after io_timeout_ms with nothing (the
  * connection is then reported lost).
@@ -555,15 +573,15 @@ static int rpage_tcp_wait(struct rpage_tcp_run *tr, bool want_tag)
 	u64 spin_end = ktime_get_ns() + RPAGE_TCP_SPIN_NS;
 	struct rpage_tcp_queue *q = tr->q;
 	bool killable = tr->run.x->killable;
-	bool napped = false;
 	long left;
 
+	tr->want_tag = want_tag;
 	for (;;) {
 		if (mutex_trylock(&q->rx_mutex)) {
 			rpage_tcp_rx(q);
 			mutex_unlock(&q->rx_mutex);
 		}
-		if (rpage_tcp_progress(tr, want_tag))
+		if (rpage_tcp_progress(tr))
 			return READ_ONCE(q->dead) ? -ECONNRESET : 0;
 		if (killable && fatal_signal_pending(current))
 			return -EINTR;
@@ -575,25 +593,16 @@ static int rpage_tcp_wait(struct rpage_tcp_run *tr, bool want_tag)
 		if (left <= 0)
 			break;
 		/*
-		 * A first short nap; then the caller is told before a long
-		 * one (the fault path lets go of the process's memory map).
+		 * The caller is told before it sleeps (the fault path lets
+		 * go of the process's memory map, as filemap_fault() does
+		 * before it waits for I/O). A second at a time: a long
+		 * io_timeout_ms is no hung task.
 		 */
-		if (!napped) {
-			napped = true;
-			left = 1;
-		} else {
-			rpage_xfer_slow(tr->run.x);
-			/* A second at a time: a long io_timeout_ms is no hung task. */
-			left = min_t(long, left, HZ);
-		}
-		if (killable)
-			left = wait_event_killable_timeout(q->wait,
-							   rpage_tcp_progress(tr, want_tag),
-							   left);
-		else
-			left = wait_event_timeout(q->wait,
-						  rpage_tcp_progress(tr, want_tag),
-						  left);
+		rpage_xfer_slow(tr->run.x);
+		left = min_t(long, left, HZ);
+		/* Keyed: a tag's waiters by the tag bitmap, the rest by run. */
+		left = rpage_xfer_sleep(&q->wait, want_tag ? (void *)q->tags : tr,
+					rpage_tcp_progress, tr, left, killable);
 		if (left < 0)
 			return -EINTR;
 	}
@@ -653,7 +662,6 @@ int rpage_tcp_xfer_move(struct rpage_xfer_run *run)
 	int err = 0, ret;
 
 	tr->next = 0;
-	tr->seen = atomic_read(&tr->done);
 	for (;;) {
 		bool no_tag = false;
 

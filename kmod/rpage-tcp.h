@@ -29,7 +29,8 @@ struct rpage_tcp_run;
 
 /**
  * struct rpage_tcp_req - a read or write request of a reader, by tag
- * @tr: its transfer, while SENT or DONE; never touched once ABANDONED.
+ * @tr: its transfer, while SENT (its pages are received into); once
+ *	DONE only the key of its wake-up; never touched once ABANDONED.
  * @first: the index of its first page in the transfer.
  * @nr: pages.
  * @write: a write.
@@ -66,7 +67,8 @@ enum rpage_tcp_rx_phase {
  * @rx_mutex: one receiver at a time: the receive work, or a transfer
  *	that polls for its answers itself.
  * @rx_work: receives what arrived (queued by the socket's callbacks).
- * @wait: transfers waiting for answers or for a free tag.
+ * @wait: transfers waiting for answers or for a free tag, each woken
+ *	only for its own (rpage_xfer_sleep(): keyed by run, or by @tags).
  * @dead: the connection is broken or being closed; nothing more arrives.
  * @callbacks: the socket's callbacks are ours.
  * @tags_lock: protects @tags.

@@ -22,7 +22,9 @@
 #include "rpage-pri.h"
 
 #include <linux/mm.h>
+#include <linux/sched/signal.h>
 #include <linux/slab.h>
+#include <linux/wait.h>
 
 /**
  * rpage_xfer_locate - where page @g of a transfer is
@@ -62,6 +64,75 @@ void rpage_xfer_moved(struct rpage_xfer_run *run, unsigned long first,
 	bitmap_set(run->finished, first, nr);
 	if (x->done)
 		x->done(x, first, nr, 0);
+}
+
+/*
+ * A transfer asleep until its transport has news for it. Transports
+ * wait on one queue per connection (many transfers share it); each
+ * waiter names what it waits for (its key), and a wake-up for one key
+ * wakes only its waiters, as the page cache's folio waits do: an answer
+ * wakes the transfer it belongs to, not every transfer of the connection.
+ * A wake-up without a key (wake_up_all(): the connection broke) wakes
+ * them all.
+ */
+struct rpage_xfer_waiter {
+	struct wait_queue_entry wq;
+	const void *key;
+};
+
+static int rpage_xfer_wake_fn(struct wait_queue_entry *wq, unsigned int mode,
+			      int sync, void *key)
+{
+	struct rpage_xfer_waiter *w = container_of(wq, struct rpage_xfer_waiter,
+						   wq);
+
+	if (key && key != w->key)
+		return 0;
+	return autoremove_wake_function(wq, mode, sync, key);
+}
+
+/**
+ * rpage_xfer_wake - wakes the waiters of @key on @wq
+ * @wq: a connection's queue of waiting transfers.
+ * @key: what happened: the waiters that named it wake. Only compared,
+ *	never dereferenced: it may be a transfer that is gone already.
+ */
+void rpage_xfer_wake(struct wait_queue_head *wq, const void *key)
+{
+	__wake_up(wq, TASK_NORMAL, 0, (void *)key);
+}
+
+/**
+ * rpage_xfer_sleep - sleeps once, until rpage_xfer_wake() for @key
+ * @wq: the connection's queue of waiting transfers.
+ * @key: what the caller waits for (see rpage_xfer_wake()).
+ * @ready: whether it happened already; checked once the caller is on
+ *	@wq, so that a wake-up between the check and the sleep is never
+ *	lost (the caller does not sleep then).
+ * @arg: its argument.
+ * @timeout: jiffies at most.
+ * @killable: a fatal signal ends the sleep.
+ *
+ * One sleep: woken for @key, woken with everyone (the connection broke),
+ * timed out or killed, the caller looks at its state again. Returns the
+ * jiffies left of @timeout (0 once it has passed), or -EINTR when killed.
+ */
+long rpage_xfer_sleep(struct wait_queue_head *wq, const void *key,
+		      bool (*ready)(void *arg), void *arg, long timeout,
+		      bool killable)
+{
+	struct rpage_xfer_waiter w = { .key = key };
+	unsigned int state = killable ? TASK_KILLABLE : TASK_UNINTERRUPTIBLE;
+
+	init_wait(&w.wq);
+	w.wq.func = rpage_xfer_wake_fn;
+	prepare_to_wait(wq, &w.wq, state);
+	if (!ready(arg) && !(killable && fatal_signal_pending(current)))
+		timeout = schedule_timeout(timeout);
+	finish_wait(wq, &w.wq);
+	if (killable && fatal_signal_pending(current))
+		return -EINTR;
+	return timeout;
 }
 
 /*
