@@ -21,6 +21,7 @@
 #include <sched.h>
 #include <stdint.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/utsname.h>
 #include <sys/wait.h>
 
@@ -806,6 +807,79 @@ TEST_F_TIMEOUT(map, concurrent_faults_read_each_page_once, 120)
 	EXPECT_EQ(pages, st.faults);
 	EXPECT_EQ(0, st.sigbus);
 	EXPECT_EQ(pages, reads_since(_metadata, self));
+}
+
+/* One of many threads that each touch their own pages of a mapping. */
+struct waiter {
+	pthread_barrier_t *start;
+	const unsigned char *addr;
+	uint64_t first, stride, pages;
+	long switches;		/* voluntary context switches while touching */
+	bool bad;
+};
+
+static void *waiter_run(void *arg)
+{
+	struct waiter *w = arg;
+	struct rusage before, after;
+
+	pthread_barrier_wait(w->start);
+	getrusage(RUSAGE_THREAD, &before);
+	for (uint64_t i = w->first; i < w->pages; i += w->stride) {
+		if (check_pages(w->addr, POOL_A, 0, i, 1, SEED) != UINT64_MAX)
+			w->bad = true;
+	}
+	getrusage(RUSAGE_THREAD, &after);
+	w->switches = after.ru_nvcsw - before.ru_nvcsw;
+	return NULL;
+}
+
+/*
+ * 64 threads each wait for their own pages of a prefetch in flight: the
+ * arrival of a page wakes the faults on that page, not every fault on the
+ * mapping (which would cost each waiting thread a wake-up, and a sleep,
+ * per page that arrives: O(threads^2) in all). A thread sleeps at most
+ * once per page it touches, and may sleep once more for mmap_lock when
+ * it retries the fault.
+ */
+TEST_F_TIMEOUT(map, sixty_four_threads_wake_only_for_their_pages, 180)
+{
+	const uint64_t nthreads = 64, pages = 64 * 16;
+	struct waiter w[64];
+	pthread_t threads[64];
+	pthread_barrier_t start;
+	struct rpage_fault_stats st;
+	struct rpage_prefetch pf;
+	long switches = 0;
+
+	NEED_AREA(pages, 0);
+	ASSERT_EQ(0, pthread_barrier_init(&start, NULL, nthreads + 1));
+	for (uint64_t t = 0; t < nthreads; t++) {
+		w[t] = (struct waiter) { .start = &start, .addr = self->addr,
+					 .first = t, .stride = nthreads,
+					 .pages = pages };
+		ASSERT_EQ(0, pthread_create(&threads[t], NULL, waiter_run, &w[t]));
+	}
+	/* One READ at a time, so that the threads find their pages on the way. */
+	pf = (struct rpage_prefetch) { .map_id = self->m.map_id, .depth = 1,
+				       .length = pages * page };
+	ASSERT_EQ(0, rpage_map_prefetch(self->fd, &pf));
+	pthread_barrier_wait(&start);
+	for (uint64_t t = 0; t < nthreads; t++) {
+		pthread_join(threads[t], NULL);
+		EXPECT_FALSE(w[t].bad);
+		switches += w[t].switches;
+	}
+	st = area_stats(_metadata, self);
+	TH_LOG("%llu pages: %llu read by the prefetch, %llu by faults, %llu waits; "
+	       "%ld voluntary context switches of the touching threads",
+	       (unsigned long long)pages, (unsigned long long)st.prefetched,
+	       (unsigned long long)st.faults, (unsigned long long)st.waits,
+	       switches);
+	EXPECT_EQ(pages, st.prefetched + st.faults);
+	EXPECT_EQ(0, st.sigbus);
+	EXPECT_EQ(pages, reads_since(_metadata, self));
+	EXPECT_GE((long)(2 * pages), switches);
 }
 
 TEST_F_TIMEOUT(map, evict_writes_back_and_drops, 120)
