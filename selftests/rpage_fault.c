@@ -10,7 +10,8 @@
  *               [--expect-faults N] [--pause-ms P] [--no-check]
  *               [--passes K] [--ready PATH --go PATH --after BYTES]
  *   rpage_fault prefetch PEER POOL LENGTH [--offset O] [--depth D] [--wait]
- *               [--seed S] [--no-touch]
+ *               [--seed S] [--readahead]
+ *               [--no-touch [--ready PATH --go PATH --after BYTES]]
  *   rpage_fault hog SIZE --ready PATH
  *   rpage_fault evict PEER POOL OFFSET LENGTH { --seed S | --clean }
  *               [--ready PATH --go PATH] [--timeout-ms T] [--signal-us U]
@@ -43,7 +44,11 @@
  * in order: no fault may issue a READ of its own, every one must be a
  * prefetch hit, and the peer must have been read each page once. With
  * --no-touch it only waits until the prefetch has read nothing more for
- * 5 s (done, or stopped) and reports the mapping's counters.
+ * 5 s (done, or stopped) and reports the mapping's counters; with --ready
+ * PATH --go PATH --after BYTES as well, it then keeps the mapping (its
+ * pages in the page cache, where reclaim may take them), tells PATH
+ * --ready, waits for PATH --go, touches the first BYTES in order,
+ * checking each page against seed S's pattern, and reports again.
  *
  * hog: a bystander that takes SIZE bytes of anonymous memory, touches
  * every page, creates PATH --ready and sleeps until it is killed.
@@ -125,7 +130,8 @@ static int usage(void)
 	fail("usage: rpage_fault { touch PEER POOL LENGTH [--offset O] [--threads N] "
 	     "[--order random|seq] [--seed S] [--readahead] [--expect-faults N] "
 	     "[--pause-ms P] [--no-check] [--passes K] [--ready PATH --go PATH --after BYTES] | "
-	     "prefetch PEER POOL LENGTH [--offset O] [--depth D] [--wait] [--seed S] [--no-touch] | hog SIZE --ready PATH | "
+	     "prefetch PEER POOL LENGTH [--offset O] [--depth D] [--wait] [--seed S] [--readahead] "
+	     "[--no-touch [--ready PATH --go PATH --after BYTES]] | hog SIZE --ready PATH | "
 	     "evict PEER POOL OFFSET LENGTH { --seed S | --clean } "
 	     "[--ready PATH --go PATH] [--timeout-ms T] [--signal-us U] | "
 	     "survive PEER POOL LENGTH --fetched BYTES --ready PATH --go PATH "
@@ -740,9 +746,11 @@ static int cmd_touch(int argc, char **argv)
 /*
  * --no-touch: waits until the (background) prefetch has read nothing
  * more for 5 s - it is done, or stopped - and reports; touches nothing.
+ * Gated (@a's --ready, --go, --after), it then holds the mapping until
+ * told, and touches and checks the first --after bytes.
  */
 static int prefetch_settle(struct mapping *m, struct outcome *out,
-			   const char *extra)
+			   const char *extra, const struct args *a)
 {
 	uint64_t last = UINT64_MAX, since = now_ms();
 
@@ -757,9 +765,15 @@ static int prefetch_settle(struct mapping *m, struct outcome *out,
 		}
 		sleep_ms(TOOL_POLL_MS);
 	}
-	if (!report(m, out, extra) || !mapping_close(m))
+	if (!report(m, out, extra))
 		return 1;
-	return 0;
+	if (a->given & OPT_GATE) {
+		if (!tell_ready(a->ready) || !wait_for_file("prefetch", a->go) ||
+		    !touch_first(m, a->after / page, a->seed, &out->tally) ||
+		    !report(m, out, " again") || !tally_clean(m, &out->tally))
+			return 1;
+	}
+	return mapping_close(m) ? 0 : 1;
 }
 
 /*
@@ -796,14 +810,22 @@ static int cmd_prefetch(int argc, char **argv)
 	int ret;
 
 	if (!parse_args(argc, argv, false, OPT_OFFSET | OPT_DEPTH | OPT_WAIT |
-			OPT_SEED | OPT_NO_TOUCH, &a))
+			OPT_SEED | OPT_NO_TOUCH | OPT_READAHEAD | OPT_GATE, &a))
 		return 1;
+	if ((a.given & OPT_GATE) && ((a.given & OPT_GATE) != OPT_GATE ||
+				     !(a.given & OPT_NO_TOUCH)))
+		return usage();
+	if ((a.given & OPT_GATE) && (!a.after || a.after > a.length)) {
+		fail("--after %" PRIu64 " must be at least a page and at most "
+		     "the length %" PRIu64, a.after, a.length);
+		return 1;
+	}
 	if (a.depth > UINT32_MAX) {
 		fail("depth %" PRIu64 " is too large", a.depth);
 		return 1;
 	}
 	tally_init(&out.tally);
-	if (!mapping_open(&m, &a, 0))
+	if (!mapping_open(&m, &a, a.given & OPT_READAHEAD ? RPAGE_MAP_READAHEAD : 0))
 		return 1;
 	pf = (struct rpage_prefetch) {
 		.map_id = m.map.map_id, .depth = (__u32)a.depth,
@@ -818,7 +840,7 @@ static int cmd_prefetch(int argc, char **argv)
 	snprintf(extra, sizeof(extra), " queued=%llu failed=%llu",
 		 (unsigned long long)pf.queued, (unsigned long long)pf.failed);
 	if (a.given & OPT_NO_TOUCH)
-		return prefetch_settle(&m, &out, extra);
+		return prefetch_settle(&m, &out, extra, &a);
 	if (!touch_all(&m, a.seed, &out.tally) || !report(&m, &out, extra) ||
 	    !mapping_close(&m) || !tally_clean(&m, &out.tally) ||
 	    !expect_eq("faults", out.st.faults, 0) ||

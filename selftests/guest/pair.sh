@@ -366,7 +366,7 @@ else
 	run_test b_stalled_fault_holds_up_nothing_else rt_do "$RT_STALL" test_rt_stall_b
 	run_test b_mapping_never_reads_a_replaced_pool rt_do "$RT_REPLACED" test_rt_replaced_b
 	if [ "$PAIR_TRANSPORT" = rdma ]; then
-		run_test b_background_prefetch_never_ooms rt_do pressure-pool test_pressure_prefetch_b
+		run_test b_background_prefetch_and_host_pressure_never_oom rt_do pressure-pool test_pressure_prefetch_b
 		run_test b_memcg_bounds_a_process_reading_four_times_its_limit rt_do pressure-done test_pressure_memcg_b
 		run_test b_takes_over_a_vm_without_its_memory rt_do "$VM_BARRIERS" test_vm_move_b
 	fi

@@ -1,9 +1,11 @@
 # SPDX-License-Identifier: GPL-2.0
 #
 # rpage under memory pressure, sourced by selftests/guest/pair.sh: host A
-# exports a 1 GiB pool (7, zeroes); host B (1.5 GiB of RAM) prefetches
-# all of it in the background beside a 400 MiB bystander, and a process
-# in a memory cgroup limited to 8 MiB reads 32 MiB of it twice.
+# exports a 1 GiB pool (7: its first PRESSURE_CHECKED bytes hold the
+# pattern, the rest zeroes); host B (1.5 GiB of RAM) prefetches all of it
+# in the background beside a 400 MiB bystander, then a hog takes most of
+# what B has left and the mapping is read again; and a process in a
+# memory cgroup limited to 8 MiB reads 32 MiB of it twice.
 
 PRESSURE="pressure-pool pressure-done"
 
@@ -12,16 +14,25 @@ PRESSURE="pressure-pool pressure-done"
 # (ENOMEM), just what B's memory cgroup test touches there; B skips its
 # 1 GiB prefetch on that kernel.
 POOL7_SIZE=1G
-[ "$RPAGE_SLOW" -gt 1 ] && POOL7_SIZE=256M
+# What the tests read back and check, byte for byte (the pattern A writes).
+PRESSURE_CHECKED=64M
+if [ "$RPAGE_SLOW" -gt 1 ]; then
+	POOL7_SIZE=256M
+	PRESSURE_CHECKED=16M
+fi
 
-# On A: pool 7, 1 GiB of zeroes, while B needs it. A has 1.5 GiB: how
-# much it has left, at the lowest, while B reads the pool is said, and
-# what the kernel did about it (its OOM killer, failed allocations), so
-# that a host A that runs short shows it.
+# On A: pool 7, 1 GiB, its first PRESSURE_CHECKED bytes the pattern
+# (written through A's loopback peer, hence writable), while B needs it.
+# A has 1.5 GiB: how much it has left, at the lowest, while B reads the
+# pool is said, and what the kernel did about it (its OOM killer, failed
+# allocations), so that a host A that runs short shows it.
 test_pressure_pool_a() {
 	local sampler mark
 	mark=$(dmesg_mark)
-	"$RPAGECTL" pool create 7 size "$POOL7_SIZE" || fail "pool create 7 size $POOL7_SIZE" || return
+	"$RPAGECTL" pool create 7 size "$POOL7_SIZE" writable || fail "pool create 7 size $POOL7_SIZE" || return
+	wait_until 60 peer_is self connected || fail "self not connected" || return
+	wait_until 30 remote_pool_listed self 7 || fail "pool 7 not announced to self" || return
+	"$PATTERN" fill self 7 "$PRESSURE_CHECKED" || fail "filling pool 7" || return
 	echo "MemAvailable with pool 7: $(mem_available_kib) kB"
 	mem_low_sampler /tmp/pressure-a.low &
 	sampler=$!
@@ -53,15 +64,29 @@ mem_low_sampler() {
 	done
 }
 
+# file_kib: the host's file pages (Cached of /proc/meminfo), kB.
+file_kib() {
+	awk '/^Cached:/ { print $2 }' /proc/meminfo
+}
+
 # A background prefetch never invokes the OOM killer: it stops, says
 # how many pages it left, and the bystander lives. Nor does it take the
 # memory the rest of the host needs: MemAvailable stays above half of
 # prefetch_reserve_pct of RAM all along (sampled each second), and the
 # host keeps answering its peer (no reconnection; when it did not, rxe
 # starved and the peer's heartbeats went unanswered).
+#
+# Then host pressure: with the mapping still held (its pages in the page
+# cache), a second hog takes all but 256 MiB of what B has available.
+# The kernel makes room by reclaiming rpage's clean pages (the file
+# pages fall by at least half of what the hog took), nobody is
+# OOM-killed, and the mapping reads right afterwards: its first
+# PRESSURE_CHECKED bytes, every byte checked, pages reclaimed read
+# again (refetched).
 pressure_prefetch_b() {
 	local hog_pid pf_pid mark out=/tmp/pressure.out rc=0
 	local pct total reserve low reconnects sampler
+	local hog2_pid="" hog2_kib file_before file_after refetched
 	rm -f /tmp/hog.ready
 	"$FAULT" hog 400M --ready /tmp/hog.ready &
 	hog_pid=$!
@@ -73,15 +98,46 @@ pressure_prefetch_b() {
 	reserve=$(( total / 100 * pct ))
 	reconnects=$(peer_field a reconnects)
 	mark=$(dmesg_mark)
-	"$FAULT" prefetch a 7 1G --depth 64 --no-touch > "$out" 2>&1 &
+	rm -f /tmp/pf.ready /tmp/pf.go /tmp/hog2.ready
+	"$FAULT" prefetch a 7 1G --depth 64 --readahead --no-touch --ready /tmp/pf.ready \
+		--go /tmp/pf.go --after "$PRESSURE_CHECKED" > "$out" 2>&1 &
 	pf_pid=$!
 	mem_low_sampler /tmp/pressure-b.low &
 	sampler=$!
-	wait "$pf_pid" || rc=1
+	wait_until 1200 test -e /tmp/pf.ready -o ! -d "/proc/$pf_pid" || rc=1
 	kill "$sampler"
 	wait "$sampler" 2> /dev/null
 	low=$(cat /tmp/pressure-b.low)
+	# The host's pressure, the prefetched mapping held.
+	if [ -e /tmp/pf.ready ]; then
+		file_before=$(file_kib)
+		hog2_kib=$(( $(mem_available_kib) - 256 * 1024 ))
+		echo "file pages ${file_before} kB; a hog takes ${hog2_kib} kB of $(mem_available_kib) kB available"
+		if [ "$hog2_kib" -gt 0 ]; then
+			"$FAULT" hog "${hog2_kib}K" --ready /tmp/hog2.ready &
+			hog2_pid=$!
+			wait_until 300 test -e /tmp/hog2.ready -o ! -d "/proc/$hog2_pid" || true
+			file_after=$(file_kib)
+			echo "file pages with the hog: ${file_after} kB"
+			[ -e /tmp/hog2.ready ] || { echo "FAIL: the hog did not get its memory"; rc=1; }
+			[ $(( file_before - file_after )) -ge $(( hog2_kib / 2 )) ] ||
+				{ echo "FAIL: the file pages fell by $(( file_before - file_after )) kB, under half the hog's"; rc=1; }
+		else
+			echo "FAIL: no memory left for a hog"
+			rc=1
+		fi
+	fi
+	touch /tmp/pf.go
+	wait "$pf_pid" || { echo "FAIL: the prefetch and the read after it"; rc=1; }
 	cat "$out"
+	refetched=$(sed -n 's/.* refetched=\([0-9]*\) .* again$/\1/p' "$out")
+	echo "refetched after the hog: ${refetched:-none}"
+	[ "${refetched:-0}" -gt 0 ] || { echo "FAIL: no page read again after the hog"; rc=1; }
+	if [ -n "$hog2_pid" ]; then
+		kill -0 "$hog2_pid" 2> /dev/null || { echo "FAIL: the hog died"; rc=1; }
+		kill "$hog2_pid"
+		wait "$hog2_pid" 2> /dev/null
+	fi
 	echo "prefetch_reserve_pct $pct: ${reserve} kB; lowest MemAvailable seen ${low} kB"
 	"$RPAGECTL" stat peer a | sed -n 2p
 	dmesg_since "$mark" | grep -E "prefetch stopped|oom|Out of memory|Killed process|peer a:" | head -n 5
@@ -135,7 +191,7 @@ cgroup_up() {
 pressure_memcg_b() {
 	local rc peak events refetched
 	cgroup_up || fail "no memory cgroup" || return
-	bash -c "echo \$\$ > $CG/cgroup.procs && exec $FAULT touch a 7 $CG_TOUCH --threads 1 --order random --passes 2 --no-check" \
+	bash -c "echo \$\$ > $CG/cgroup.procs && exec $FAULT touch a 7 $CG_TOUCH --threads 1 --order random --passes 2" \
 		> /tmp/memcg.out 2>&1
 	rc=$?
 	cat /tmp/memcg.out
