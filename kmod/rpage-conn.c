@@ -55,7 +55,6 @@ void rpage_conn_init(struct rpage_conn *conn, struct rpage_peer *peer,
 	init_rwsem(&conn->users);
 	spin_lock_init(&conn->detached_lock);
 	INIT_LIST_HEAD(&conn->detached);
-	init_waitqueue_head(&conn->xfer_wait);
 }
 
 /*
@@ -125,8 +124,6 @@ void rpage_conn_to_error(struct rpage_conn *conn)
 
 	if (conn->cm_id && conn->cm_id->qp)
 		ib_modify_qp(conn->cm_id->qp, &attr, IB_QP_STATE);
-	/* Its posters asleep look again: it may be going. */
-	wake_up_all(&conn->xfer_wait);
 }
 
 void rpage_hello_init(struct rpage_hello *hello, u16 qp_index, u16 nr_qps)
@@ -196,9 +193,7 @@ int rpage_conn_create_qp(struct rpage_conn *conn, struct rdma_cm_id *cm_id)
 		return -ENODEV;
 	/*
 	 * The reader's sends (its RDMA READs and WRITEs) complete on a queue
-	 * the poster polls while it waits briefly; past that, the queue's
-	 * interrupt has a work item poll it and wake the poster whose work
-	 * request completed. Everything else, control traffic, completes in
+	 * the poster polls; everything else, control traffic, completes in
 	 * a work queue.
 	 */
 	if (conn->inbound) {
@@ -208,7 +203,7 @@ int rpage_conn_create_qp(struct rpage_conn *conn, struct rdma_cm_id *cm_id)
 		conn->recv_cq = conn->cq;
 	} else {
 		conn->cq = ib_alloc_cq(ibdev, conn, RPAGE_SEND_DEPTH, vector,
-				       IB_POLL_WORKQUEUE);
+				       IB_POLL_DIRECT);
 		if (!IS_ERR(conn->cq)) {
 			conn->recv_cq = ib_alloc_cq(ibdev, conn, RPAGE_RECV_DEPTH,
 						    vector, IB_POLL_WORKQUEUE);

@@ -209,8 +209,6 @@ struct rpage_peer;
  * @detached_lock: protects @detached.
  * @detached: transfers of killed tasks whose work requests are still in
  *	flight on it (the RDMA transport's runs, which free themselves).
- * @xfer_wait: transfers asleep until a work request of theirs completes,
- *	each woken for its own (rpage_xfer_sleep(), keyed by run).
  * @tp: the transport's own state of the connection, if it keeps any
  *	there (TCP: its socket, struct rpage_tcp_queue).
  */
@@ -236,7 +234,6 @@ struct rpage_conn {
 	u64 hb_seq;
 	spinlock_t detached_lock;	/* see kernel-doc */
 	struct list_head detached;
-	wait_queue_head_t xfer_wait;
 	void *tp;
 };
 

@@ -12,11 +12,7 @@
  * grow with its pages. The caller's own context polls the completion
  * queue: busy for up to a millisecond, yielding to anything else
  * runnable (the device's own work may be what it waits for), then
- * asleep until one of its own work requests completes. Completions
- * interrupt too (the queue is IB_POLL_WORKQUEUE): whoever polls one,
- * the caller, another poster or the completion work, wakes its
- * transfer alone (rpage_xfer_wake(), keyed by run), so that many faults
- * asleep on one queue pair are not each woken by every completion.
+ * sleeping between polls.
  *
  * An error completion, a flush or no completion for io_timeout_ms
  * reports the queue pair lost (the peer rebuilds its connections) and
@@ -184,8 +180,6 @@ static void rpage_rdma_op_done(struct ib_cq *cq, struct ib_wc *wc)
 	 */
 	if (atomic_dec_and_test(&rr->pending) && detached)
 		rpage_rdma_detached_free(rr);
-	/* @rr may be gone: it is only the key here. */
-	rpage_xfer_wake(&conn->xfer_wait, rr);
 }
 
 /* Where page @g of the transfer is in its pool: address and key. */
@@ -371,46 +365,6 @@ static unsigned int rpage_rdma_reap(struct rpage_rdma_run *rr)
 }
 
 /*
- * Whether a transfer about to sleep has something to do: a completion to
- * settle. (A connection going wakes every sleeper from
- * rpage_conn_to_error(); once it is going, the transfer waits for the
- * flushed completions, and sleeps for them like for any other.)
- */
-static bool rpage_rdma_ready(void *arg)
-{
-	struct rpage_rdma_run *rr = arg;
-	unsigned int i;
-
-	if (!atomic_read(&rr->pending))
-		return true;
-	for (i = 0; i < rr->nr_slots; i++) {
-		/* Pairs with rpage_rdma_op_done(). */
-		if (smp_load_acquire(&rr->ops[i].state) == RPAGE_OP_DONE)
-			return true;
-	}
-	return false;
-}
-
-/*
- * Sleeps until one of @rr's work requests completes, or @until (the
- * next deadline of its caller), a second at most. Nothing in flight
- * (the send queue is full of others' work): a short nap, since what
- * frees a slot is nobody's wake-up in particular.
- */
-static void rpage_rdma_sleep(struct rpage_rdma_run *rr, unsigned long until,
-			     bool killable)
-{
-	long left = min_t(long, (long)(until - jiffies), HZ);
-
-	if (!atomic_read(&rr->pending)) {
-		usleep_range(20, 100);
-		return;
-	}
-	rpage_xfer_sleep(&rr->conn->xfer_wait, rr, rpage_rdma_ready, rr,
-			 max(left, 1L), killable);
-}
-
-/*
  * The device kept work requests even after the flush: their pages stay
  * its, referenced and mapped, and the run that holds them is never freed.
  */
@@ -561,15 +515,8 @@ static int rpage_rdma_poll(struct rpage_rdma_run *rr)
 		if (!idle_since)
 			idle_since = ktime_get_ns();
 		if (ktime_get_ns() - idle_since > RPAGE_XFER_SPIN_NS) {
-			unsigned long until = progress +
-					      msecs_to_jiffies(io_timeout_ms);
-
-			if (flush_deadline)
-				until = flush_deadline;
-			else if (killed)
-				until = kill_deadline;
 			rpage_xfer_slow(x);
-			rpage_rdma_sleep(rr, until, x->killable && !killed);
+			usleep_range(20, 100);
 		} else {
 			cond_resched();
 		}
