@@ -13,6 +13,7 @@
 #include <linux/net.h>
 #include <linux/bvec.h>
 #include <linux/uio.h>
+#include <linux/writeback.h>
 
 /* 6.3 made vm_flags read-only outside the helpers. */
 static inline void rpage_vm_flags_set(struct vm_area_struct *vma,
@@ -99,19 +100,61 @@ static inline struct folio *rpage_filemap_get_folio(struct address_space *mappin
 }
 
 /*
- * Truncates locked @folio out of @mapping (a regular file's), unmapping
- * it first if it is mapped: what truncate_inode_folio() does, which
+ * Truncates locked @folio out of @mapping (a regular file's), once its
+ * writeback is over, unmapping it first if it is mapped: what
+ * truncate_inode_folio() does, which
  * modules reach through the error-removal helper, a folio's since 6.7.
  */
 static inline int rpage_folio_truncate(struct address_space *mapping,
 				       struct folio *folio)
 {
+	/* Never out of the page cache while its WRITE reads it. */
+	folio_wait_writeback(folio);
 #if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 7, 0)
 	return generic_error_remove_folio(mapping, folio);
 #else
 	return generic_error_remove_page(mapping, &folio->page);
 #endif
 }
+
+/*
+ * write_cache_pages() with a callback of folios: its callback took a
+ * page before 6.3.
+ */
+typedef int (*rpage_writefolio_t)(struct folio *folio,
+				  struct writeback_control *wbc, void *data);
+
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 3, 0)
+static inline int rpage_write_cache_pages(struct address_space *mapping,
+					  struct writeback_control *wbc,
+					  rpage_writefolio_t fn, void *data)
+{
+	return write_cache_pages(mapping, wbc, fn, data);
+}
+#else
+struct rpage_write_cache {
+	rpage_writefolio_t fn;
+	void *data;
+};
+
+static inline int rpage_write_cache_page(struct page *page,
+					 struct writeback_control *wbc,
+					 void *data)
+{
+	struct rpage_write_cache *w = data;
+
+	return w->fn(page_folio(page), wbc, w->data);
+}
+
+static inline int rpage_write_cache_pages(struct address_space *mapping,
+					  struct writeback_control *wbc,
+					  rpage_writefolio_t fn, void *data)
+{
+	struct rpage_write_cache w = { .fn = fn, .data = data };
+
+	return write_cache_pages(mapping, wbc, rpage_write_cache_page, &w);
+}
+#endif
 
 /*
  * Sends @len bytes of @page from @offset on @sock without copying them:

@@ -109,11 +109,15 @@ static void rpage_map_release(struct kref *ref)
 {
 	struct rpage_mapping *map = container_of(ref, struct rpage_mapping, ref);
 
-	rpage_fault_counters_free(&map->counters);
-	rpage_map_detach(map);
-	/* The pages go with the inode. */
+	/*
+	 * The pages go with the inode, dirty ones unwritten. First: the
+	 * inode's eviction waits for a writeback of it in progress, which
+	 * uses the mapping whole (rpage_fs_writepages()).
+	 */
 	if (map->inode)
 		iput(map->inode);
+	rpage_fault_counters_free(&map->counters);
+	rpage_map_detach(map);
 	/* rpage_map_get() may still be looking at it, under RCU. */
 	kfree_rcu(map, rcu);
 }
@@ -185,6 +189,7 @@ struct rpage_mapping *rpage_map_new(const struct rpage_map *arg)
 	struct rpage_mapping *map;
 	struct rpage_rpool *rpool;
 	struct rpage_peer *peer;
+	bool writable;
 	int ret;
 
 	map = kzalloc(sizeof(*map), GFP_KERNEL);
@@ -206,13 +211,6 @@ struct rpage_mapping *rpage_map_new(const struct rpage_map *arg)
 	ret = rpage_fault_counters_init(&map->counters);
 	if (ret)
 		goto err;
-	map->inode = rpage_fs_inode_new(map);
-	if (IS_ERR(map->inode)) {
-		ret = PTR_ERR(map->inode);
-		map->inode = NULL;
-		goto err;
-	}
-	map->mapping = map->inode->i_mapping;
 
 	/*
 	 * The pool must be there now (a peer reconnecting is waited for):
@@ -231,7 +229,16 @@ struct rpage_mapping *rpage_map_new(const struct rpage_map *arg)
 	}
 	map->pool_generation = rpool->generation;
 	map->node_id = READ_ONCE(peer->remote_node_id);
+	/* A writable pool's dirty pages are written back to it. */
+	writable = rpool->flags & RPAGE_POOL_WRITABLE;
 	rpage_rpool_put(rpool);
+	map->inode = rpage_fs_inode_new(map, writable);
+	if (IS_ERR(map->inode)) {
+		ret = PTR_ERR(map->inode);
+		map->inode = NULL;
+		goto err;
+	}
+	map->mapping = map->inode->i_mapping;
 	return map;
 
 err:

@@ -152,6 +152,7 @@ static const struct file_operations rpage_named_fops = {
 	.release	= rpage_named_file_release,
 	.mmap		= rpage_named_mmap,
 	.llseek		= rpage_named_llseek,
+	.fsync		= rpage_fs_fsync,
 };
 
 /* Making and removing them. */

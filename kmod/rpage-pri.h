@@ -996,7 +996,8 @@ void rpage_map_xfer_release(struct rpage_xfer *x);
 /* rpage-fs.c */
 int rpage_fs_init(void);
 void rpage_fs_exit(void);
-struct inode *rpage_fs_inode_new(struct rpage_mapping *map);
+struct inode *rpage_fs_inode_new(struct rpage_mapping *map, bool writable);
+int rpage_fs_fsync(struct file *file, loff_t start, loff_t end, int datasync);
 struct file *rpage_fs_file_new(struct rpage_mapping *map);
 
 /* rpage-named.c */

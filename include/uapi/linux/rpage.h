@@ -57,6 +57,13 @@
  * again, counted in struct rpage_fault_stats.refetched; RPAGE_PREFETCH_KEEP
  * exists. Without the bit, every page stays until evicted or unmapped
  * (and RPAGE_PREFETCH_KEEP is refused with EINVAL).
+ *
+ * RPAGE_FEATURE_WRITEBACK: the dirty pages of a mapping of a writable
+ * pool are written back to the pool by the kernel's flusher (dirty
+ * memory of their cgroup, held to the dirty limits), and by msync(2)
+ * and fsync(2), after which reclaim may drop them; counted in struct
+ * rpage_fault_stats.written. Without the bit, only eviction writes them
+ * back.
  */
 #define RPAGE_FEATURE_PEER_REFUSALS	(1ULL << 0)
 #define RPAGE_FEATURE_TRANSPORT		(1ULL << 1)
@@ -64,12 +71,14 @@
 #define RPAGE_FEATURE_POOL_PEERS	(1ULL << 3)
 #define RPAGE_FEATURE_FAULT_LOCKS	(1ULL << 4)
 #define RPAGE_FEATURE_RECLAIM		(1ULL << 5)
+#define RPAGE_FEATURE_WRITEBACK		(1ULL << 6)
 #define RPAGE_FEATURES_ALL	(RPAGE_FEATURE_PEER_REFUSALS | \
 				 RPAGE_FEATURE_TRANSPORT | \
 				 RPAGE_FEATURE_TCP | \
 				 RPAGE_FEATURE_POOL_PEERS | \
 				 RPAGE_FEATURE_FAULT_LOCKS | \
-				 RPAGE_FEATURE_RECLAIM)
+				 RPAGE_FEATURE_RECLAIM | \
+				 RPAGE_FEATURE_WRITEBACK)
 
 /* Bounds of names and of strings the kernel reports. */
 #define RPAGE_NAME_MAX		64
@@ -711,8 +720,9 @@ struct rpage_map {
  * @reserved: must be zero.
  *
  * The id stops naming the mapping at once; areas still mapped keep
- * their pages until munmap(2). Local changes are not written back:
- * evict first to keep them.
+ * their pages until munmap(2). Local changes still dirty then are not
+ * written back: on a writable pool, msync(2) or evict first to keep
+ * them (the flusher writes dirty pages back meanwhile).
  */
 struct rpage_unmap {
 	__u64 map_id;
@@ -837,7 +847,8 @@ struct rpage_evict {
  *	in @minor_faults or @waits), or one that fault-around mapped
  *	beside it.
  * @evicted: pages evicted.
- * @written: dirty pages written back by eviction.
+ * @written: dirty pages written back, by eviction or by writeback
+ *	(the flusher, msync(2), fsync(2)) on a writable pool.
  * @sigbus: faults answered with SIGBUS.
  * @vma_locked: calls of the fault handler under the per-VMA lock (user
  *	faults on kernels that have it, 6.5 on; RPAGE_FEATURE_FAULT_LOCKS).
@@ -1044,8 +1055,9 @@ struct rpage_map_add {
  * The node goes at once. A mapping some process has open or mapped is
  * EBUSY, unless RPAGE_MAP_DEL_FORCE: then every access to a page of it
  * from then on raises SIGBUS, in every process, and its pages go when
- * the last area mapping it does. Local changes are not written back:
- * evict first to keep them. Needs CAP_SYS_ADMIN. Errors: EINVAL,
+ * the last area mapping it does. Local changes still dirty then are
+ * not written back: fsync(2) the node or evict first to keep them.
+ * Needs CAP_SYS_ADMIN. Errors: EINVAL,
  * ENOENT, EBUSY, EPERM.
  */
 struct rpage_map_del {
