@@ -8,7 +8,8 @@
  *   rpage_fault touch PEER POOL LENGTH [--offset O] [--threads N]
  *               [--order random|seq] [--seed S] [--readahead]
  *               [--expect-faults N] [--pause-ms P] [--no-check]
- *               [--passes K] [--ready PATH --go PATH --after BYTES]
+ *               [--passes K] [--write-seed S2]
+ *               [--ready PATH --go PATH --after BYTES]
  *   rpage_fault prefetch PEER POOL LENGTH [--offset O] [--depth D] [--wait]
  *               [--seed S] [--readahead]
  *               [--no-touch [--ready PATH --go PATH --after BYTES]]
@@ -38,6 +39,10 @@
  * line ends with max_touch_ms, the slowest touch of one page. With
  * --passes, the whole sweep runs K times (1), the same way, so that pages
  * reclaim dropped meanwhile are read again (refetched in the result line).
+ * With --write-seed, the first pass writes seed S2's pattern over each
+ * page it has checked, the passes after it check for S2 (pages reclaim
+ * dropped must have been written back to the pool first), and before
+ * the mapping goes, msync(MS_SYNC) writes what is still dirty back.
  *
  * prefetch: prefetches the whole mapping (in the background, or with
  * --wait before returning; D READs in flight), then touches every page
@@ -129,7 +134,8 @@ static int usage(void)
 {
 	fail("usage: rpage_fault { touch PEER POOL LENGTH [--offset O] [--threads N] "
 	     "[--order random|seq] [--seed S] [--readahead] [--expect-faults N] "
-	     "[--pause-ms P] [--no-check] [--passes K] [--ready PATH --go PATH --after BYTES] | "
+	     "[--pause-ms P] [--no-check] [--passes K] [--write-seed S2] "
+	     "[--ready PATH --go PATH --after BYTES] | "
 	     "prefetch PEER POOL LENGTH [--offset O] [--depth D] [--wait] [--seed S] [--readahead] "
 	     "[--no-touch [--ready PATH --go PATH --after BYTES]] | hog SIZE --ready PATH | "
 	     "evict PEER POOL OFFSET LENGTH { --seed S | --clean } "
@@ -166,6 +172,7 @@ enum {
 	OPT_NO_CHECK		= 1 << 18,
 	OPT_SIGNAL		= 1 << 19,
 	OPT_PASSES		= 1 << 20,
+	OPT_WRITE_SEED		= 1 << 21,
 	/* touch's gate: the three options go together. */
 	OPT_GATE		= OPT_READY | OPT_GO | OPT_AFTER,
 };
@@ -176,7 +183,7 @@ struct args {
 	uint64_t pool_id, offset, length;
 	unsigned int given;		/* OPT_* */
 	uint64_t threads, seed, expect_faults, depth, fetched, timeout_ms;
-	uint64_t after, pause_ms, seed_new, signal_us, passes;
+	uint64_t after, pause_ms, seed_new, signal_us, passes, write_seed;
 	bool random_order;
 	const char *ready, *go, *fetched_ready;
 };
@@ -212,6 +219,8 @@ static const struct option_def {
 	{ "--no-touch", OPT_NO_TOUCH, ARG_NONE, 0 },
 	{ "--no-check", OPT_NO_CHECK, ARG_NONE, 0 },
 	{ "--signal-us", OPT_SIGNAL, ARG_NUMBER, offsetof(struct args, signal_us) },
+	{ "--write-seed", OPT_WRITE_SEED, ARG_NUMBER,
+	  offsetof(struct args, write_seed) },
 };
 
 /* One option's value into @a; false (reported) for a bad one. */
@@ -513,6 +522,8 @@ struct sweep {
 	const struct mapping *m;
 	const uint64_t *order;		/* the pages, in the order touched */
 	uint64_t count, threads, seed;
+	bool write;			/* each page checked is then written */
+	uint64_t write_seed;		/* with this seed's pattern */
 	unsigned int pause_ms;		/* after each page */
 	struct gate *gate;		/* NULL for none */
 	struct tally *tally;
@@ -537,6 +548,11 @@ static void *toucher_run(void *arg)
 		uint64_t start = now_ms(), took;
 
 		touch_page(s->m, w->order[k], s->seed, s->tally);
+		if (s->write)
+			rpage_pattern_fill(s->m->addr + w->order[k] * page, page,
+					   s->m->pool_id,
+					   s->m->offset + w->order[k] * page,
+					   s->write_seed);
 		took = now_ms() - start;
 		if (took > w->max_ms)
 			w->max_ms = took;
@@ -687,7 +703,7 @@ static int cmd_touch(int argc, char **argv)
 
 	if (!parse_args(argc, argv, false, OPT_OFFSET | OPT_THREADS | OPT_ORDER |
 			OPT_SEED | OPT_READAHEAD | OPT_EXPECT_FAULTS | OPT_PAUSE |
-			OPT_NO_CHECK | OPT_PASSES |
+			OPT_NO_CHECK | OPT_PASSES | OPT_WRITE_SEED |
 			OPT_GATE, &a))
 		return 1;
 	gated = a.given & OPT_GATE;
@@ -727,8 +743,19 @@ static int cmd_touch(int argc, char **argv)
 		.gate = gated ? &gate : NULL, .tally = &out.tally,
 	};
 	for (uint64_t pass = 0; pass < a.passes; pass++) {
+		/* --write-seed: the first pass writes, the next read it back. */
+		sweep.write = pass == 0 && (a.given & OPT_WRITE_SEED);
+		sweep.write_seed = a.write_seed;
+		if (pass > 0 && (a.given & OPT_WRITE_SEED))
+			sweep.seed = a.write_seed;
 		if (!touch_pages(&sweep))
 			return 1;
+	}
+	/* What is still dirty goes to the pool too. */
+	if ((a.given & OPT_WRITE_SEED) &&
+	    msync(m.addr, m.length, MS_SYNC)) {
+		fail("msync of %" PRIu64 " bytes: %s", m.length, strerror(errno));
+		return 1;
 	}
 	snprintf(extra, sizeof(extra), " max_touch_ms=%" PRIu64, sweep.max_touch_ms);
 	if (!report(&m, &out, extra) || !mapping_close(&m) ||

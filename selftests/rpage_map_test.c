@@ -930,6 +930,76 @@ TEST_F_TIMEOUT(map, evict_writes_back_and_drops, 120)
 }
 
 /*
+ * A writable pool's dirty pages are written back by writeback, not only
+ * by eviction: msync(MS_SYNC) writes the dirty ones of its range to the
+ * pool and waits, leaving every page mapped. Writeback write-protects
+ * what it wrote, so a store after it dirties its page again and the
+ * next msync writes that page alone.
+ */
+TEST_F_TIMEOUT(map, msync_writes_dirty_pages_back, 120)
+{
+	const uint64_t pages = 64;
+	unsigned char *buf = anon(pages);
+	struct rpage_fault_stats st;
+	struct rpage_stats after;
+
+	NEED_AREA(pages, 0);
+	ASSERT_NE(NULL, buf);
+	ASSERT_EQ(UINT64_MAX, check_pages(self->addr, POOL_A, 0, 0, pages, SEED));
+
+	/* Pages 8 to 23 get the second pattern. */
+	rpage_pattern_fill(self->addr + 8 * page, 16 * page, POOL_A, 8 * page, SEED2);
+	ASSERT_EQ(0, msync(self->addr, pages * page, MS_SYNC));
+	st = area_stats(_metadata, self);
+	EXPECT_EQ(16, st.written);
+	EXPECT_EQ(0, st.evicted);
+	after = peer_counters(_metadata, self);
+	EXPECT_LE(1, after.writes - self->before.writes);
+	memset(buf, 0xa5, pages * page);
+	ASSERT_EQ(0, io1(self->fd, false, self->peer_id, POOL_A, 0, pages * page, buf));
+	EXPECT_EQ(UINT64_MAX, check_rewritten(buf));
+	/* Nothing was dropped: no page faulted again. */
+	EXPECT_EQ(UINT64_MAX, check_rewritten(self->addr));
+	EXPECT_EQ(pages, area_stats(_metadata, self).faults);
+
+	/* Clean now: nothing more to write. */
+	ASSERT_EQ(0, msync(self->addr, pages * page, MS_SYNC));
+	EXPECT_EQ(16, area_stats(_metadata, self).written);
+
+	/* A store after the writeback: that page alone, written again. */
+	rpage_pattern_fill(self->addr + 8 * page, page, POOL_A, 8 * page, SEED);
+	ASSERT_EQ(0, msync(self->addr, pages * page, MS_SYNC));
+	EXPECT_EQ(17, area_stats(_metadata, self).written);
+	ASSERT_EQ(0, io1(self->fd, false, self->peer_id, POOL_A, 8 * page, page, buf));
+	EXPECT_EQ(UINT64_MAX, check_pages(buf, POOL_A, 8 * page, 0, 1, SEED));
+}
+
+/*
+ * A read-only pool's mapping has no writeback: msync() succeeds, writes
+ * nothing, and the written page stays the mapping's own.
+ */
+TEST_F_TIMEOUT(map, msync_of_a_read_only_pool_writes_nothing, 120)
+{
+	const uint64_t pages = 16;
+	struct rpage_fault_stats st;
+	unsigned char *addr;
+	struct rpage_stats before;
+	struct rpage_map m;
+
+	NEED_PEER();
+	make_pool(_metadata, self, POOL_B, pages, 0);
+	addr = map_area(_metadata, self, self->fd, POOL_B, 0, pages * page, 0, &m);
+	before = peer_counters(_metadata, self);
+	memset(addr + 3 * page, 0x5a, page);
+	ASSERT_EQ(0, msync(addr, pages * page, MS_SYNC));
+	st = map_stats(_metadata, self->fd, m.map_id);
+	EXPECT_EQ(0, st.written);
+	EXPECT_EQ(0, peer_counters(_metadata, self).writes - before.writes);
+	EXPECT_EQ(0x5a, addr[3 * page]);
+	EXPECT_EQ(UINT64_MAX, first_nonzero(addr, 3 * page));
+}
+
+/*
  * Evicts page 0 of a mapping over and over, until told to stop; counts
  * the evictions that dropped it and the calls that failed.
  */

@@ -631,6 +631,57 @@ test_loop_mapping_bounded_by_its_memory_cgroup() {
 		fail "${refetched:-no} pages refetched, want at least $(( pages - (max << 8) ))"
 }
 
+# The writes half: a process in the same 64 MiB cgroup writes every page
+# of a 512 MiB mapping of another process's memory (a process pool,
+# writable) once, in random order, then reads it all back twice over.
+# Its dirty pages cannot stay: the flusher writes them back to the pool
+# (cgroup writeback holds the cgroup's dirty pages to its share) and
+# reclaim drops them, so the second pass reads most of them again from
+# the pool, where every write must be. Then another process reads the
+# pool through the loop peer, and the exporting process checks its own
+# memory: every byte written, nothing else changed.
+test_loop_writes_survive_reclaim_in_a_memory_cgroup() {
+	local cg=/sys/fs/cgroup/rpage-disagg-w size=512 max=64 out=/tmp/disagg-w.out
+	local exp=/tmp/disagg-w.export pid pages refetched peak events rc
+	if [ "$RPAGE_SLOW" -gt 1 ]; then
+		size=128
+		max=16
+	fi
+	memcg_up || fail "no memory cgroup" || return
+	rm -f /tmp/disagg-w.ready /tmp/disagg-w.until
+	"$PATTERN" export 13 "${size}M" --writable --ready /tmp/disagg-w.ready \
+		--until /tmp/disagg-w.until --expect 23 0 "${size}M" > "$exp" 2>&1 &
+	pid=$!
+	wait_until 60 test -e /tmp/disagg-w.ready || { kill "$pid"; fail "exporter not ready"; return; }
+	wait_until 30 remote_pool_listed lo 13 || { kill "$pid"; fail "pool 13 not listed through lo"; return; }
+	mkdir -p "$cg" && echo "${max}M" > "$cg/memory.max" || { kill "$pid"; return 1; }
+	bash -c "echo \$\$ > $cg/cgroup.procs && exec $FAULT touch lo 13 ${size}M --threads 1 --order random --passes 3 --write-seed 23" \
+		> "$out" 2>&1
+	rc=$?
+	cat "$out"
+	peak=$(cat "$cg/memory.peak")
+	events=$(tr '\n' ' ' < "$cg/memory.events")
+	echo "exit $rc, memory.peak $peak, memory.events: $events"
+	grep -E "^(file|file_dirty|file_writeback) " "$cg/memory.stat" | tr '\n' ' '; echo
+	rmdir "$cg"
+	"$PATTERN" read lo 13 0 "${size}M" --seed 23
+	local read_rc=$?
+	touch /tmp/disagg-w.until
+	wait "$pid"
+	local exp_rc=$?
+	cat "$exp"
+	expect_eq "$rc" 0 "the writes and two reads back, in ${max} MiB" || return
+	expect_eq "$read_rc" 0 "another process reads the writes from the pool" || return
+	expect_eq "$exp_rc" 0 "the exporting process finds them in its memory" || return
+	[ "$peak" -le $(( max << 20 )) ] || fail "memory.peak $peak above ${max} MiB" || return
+	echo "$events" | grep -qE "oom_kill 0( |$)" || fail "the cgroup's OOM killer ran" || return
+	# The passes after the writes found at most the last max MiB here.
+	pages=$(( size << 8 ))
+	refetched=$(sed -n 's/.* refetched=\([0-9]*\) .*/\1/p' "$out")
+	[ "${refetched:-0}" -ge $(( pages - (max << 8) )) ] ||
+		fail "${refetched:-no} pages refetched, want at least $(( pages - (max << 8) ))"
+}
+
 test_tcp_peer_del() {
 	"$RPAGECTL" peer del tcp || fail "peer del tcp" || return
 	"$RPAGECTL" -j peer show | jq -e 'all(.[]; .name != "tcp")' > /dev/null ||
@@ -714,6 +765,7 @@ run_test loop_and_rdma_read_each_others_writes test_loop_and_rdma_read_each_othe
 run_test loop_write_to_a_read_only_pool_refused test_loop_write_to_a_read_only_pool
 run_test loop_faults_prefetch_evict_without_an_rdma_device test_loop_without_an_rdma_device
 run_test loop_mapping_bounded_by_its_memory_cgroup test_loop_mapping_bounded_by_its_memory_cgroup
+run_test loop_writes_survive_reclaim_in_a_memory_cgroup test_loop_writes_survive_reclaim_in_a_memory_cgroup
 tap_end
 
 RPAGE_TEST_PEER=lo run_kselftest map-loop "$SELFTESTS/rpage_map_test"
