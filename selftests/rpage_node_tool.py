@@ -20,8 +20,12 @@
                                map it shared and touch nothing; write the
                                address it is mapped at (decimal) to F,
                                wait for G, then exit 0
-  compact PATH LENGTH          map it shared, read its first LENGTH bytes,
-                               have the kernel compact all memory
+  compact PATH LENGTH          map it shared, read its first LENGTH bytes
+                               (each page right after a page of filler
+                               memory, freed then: the mapping's pages
+                               sit between holes, where compaction has
+                               work to do), have the kernel compact all
+                               memory
                                (/proc/sys/vm/compact_memory), then write
                                those bytes, read again, to standard output;
                                on standard error, how many of the pages
@@ -127,8 +131,15 @@ def cmd_compact(path, length):
     m = shared_map(path)
     addr = ctypes.addressof(ctypes.c_char.from_buffer(m))
     pages = length // 4096
+    # Interleaved with filler pages, then freed: where the mapping's
+    # pages land, free memory lies between them, and compaction, which
+    # empties the low end of a zone into free pages at its top, moves
+    # those below its free pages whatever the allocator's layout was.
+    filler = mmap.mmap(-1, length)
     for i in range(pages):
+        filler[i * 4096] = 1
         _ = m[i * 4096]
+    filler.close()
     before = frames(addr, pages)
     if 0 in before:
         fail("a page touched is not mapped")
