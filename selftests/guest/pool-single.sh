@@ -593,6 +593,21 @@ test_tcp_killed_halfway_through_a_frame() {
 	"$PATTERN" write self 2 0 8M --seed 7
 }
 
+# disagg_bounded OUT PEAK EVENTS SIZE MAX: a cgroup limited to MAX MiB
+# that swept SIZE MiB of a mapping more than once (rpage_fault's result
+# line in OUT) stayed within its limit (memory.peak PEAK), never
+# OOM-killed (memory.events EVENTS), and the passes after the first found
+# at most the last MAX MiB still here: the rest was read again.
+disagg_bounded() {
+	local out=$1 peak=$2 events=$3 size=$4 max=$5 pages refetched
+	[ "$peak" -le $(( max << 20 )) ] || fail "memory.peak $peak above ${max} MiB" || return
+	echo "$events" | grep -qE "oom_kill 0( |$)" || fail "the cgroup's OOM killer ran" || return
+	pages=$(( size << 8 ))
+	refetched=$(sed -n 's/.* refetched=\([0-9]*\) .*/\1/p' "$out")
+	[ "${refetched:-0}" -ge $(( pages - (max << 8) )) ] ||
+		fail "${refetched:-no} pages refetched, want at least $(( pages - (max << 8) ))"
+}
+
 # Remote memory larger than the memory a process may have: a process in a
 # memory cgroup limited to 64 MiB reads all of a 512 MiB mapping of the
 # loop peer twice, in random order, every byte checked. Reclaim drops the
@@ -602,7 +617,7 @@ test_tcp_killed_halfway_through_a_frame() {
 # on the debug kernel, whose faults take about 30 times as long.
 test_loop_mapping_bounded_by_its_memory_cgroup() {
 	local cg=/sys/fs/cgroup/rpage-disagg size=512 max=64 out=/tmp/disagg.out
-	local pages refetched peak events rc
+	local peak events rc
 	if [ "$RPAGE_SLOW" -gt 1 ]; then
 		size=128
 		max=16
@@ -622,13 +637,7 @@ test_loop_mapping_bounded_by_its_memory_cgroup() {
 	rmdir "$cg"
 	"$RPAGECTL" pool destroy 3 || fail "pool destroy 3" || return
 	expect_eq "$rc" 0 "the touch, twice, in ${max} MiB" || return
-	[ "$peak" -le $(( max << 20 )) ] || fail "memory.peak $peak above ${max} MiB" || return
-	echo "$events" | grep -qE "oom_kill 0( |$)" || fail "the cgroup's OOM killer ran" || return
-	# The second pass found at most the last max MiB still here.
-	pages=$(( size << 8 ))
-	refetched=$(sed -n 's/.* refetched=\([0-9]*\) .*/\1/p' "$out")
-	[ "${refetched:-0}" -ge $(( pages - (max << 8) )) ] ||
-		fail "${refetched:-no} pages refetched, want at least $(( pages - (max << 8) ))"
+	disagg_bounded "$out" "$peak" "$events" "$size" "$max"
 }
 
 # The writes half: a process in the same 64 MiB cgroup writes every page
@@ -642,7 +651,7 @@ test_loop_mapping_bounded_by_its_memory_cgroup() {
 # memory: every byte written, nothing else changed.
 test_loop_writes_survive_reclaim_in_a_memory_cgroup() {
 	local cg=/sys/fs/cgroup/rpage-disagg-w size=512 max=64 out=/tmp/disagg-w.out
-	local exp=/tmp/disagg-w.export pid pages refetched peak events rc
+	local exp=/tmp/disagg-w.export pid peak events rc
 	if [ "$RPAGE_SLOW" -gt 1 ]; then
 		size=128
 		max=16
@@ -673,13 +682,7 @@ test_loop_writes_survive_reclaim_in_a_memory_cgroup() {
 	expect_eq "$rc" 0 "the writes and two reads back, in ${max} MiB" || return
 	expect_eq "$read_rc" 0 "another process reads the writes from the pool" || return
 	expect_eq "$exp_rc" 0 "the exporting process finds them in its memory" || return
-	[ "$peak" -le $(( max << 20 )) ] || fail "memory.peak $peak above ${max} MiB" || return
-	echo "$events" | grep -qE "oom_kill 0( |$)" || fail "the cgroup's OOM killer ran" || return
-	# The passes after the writes found at most the last max MiB here.
-	pages=$(( size << 8 ))
-	refetched=$(sed -n 's/.* refetched=\([0-9]*\) .*/\1/p' "$out")
-	[ "${refetched:-0}" -ge $(( pages - (max << 8) )) ] ||
-		fail "${refetched:-no} pages refetched, want at least $(( pages - (max << 8) ))"
+	disagg_bounded "$out" "$peak" "$events" "$size" "$max"
 }
 
 test_tcp_peer_del() {
