@@ -20,7 +20,8 @@
                                map it shared and touch nothing; write the
                                address it is mapped at (decimal) to F,
                                wait for G, then exit 0
-  compact PATH LENGTH          map it shared, read its first LENGTH bytes
+  compact PATH LENGTH          map it shared, compact all memory once (the
+                               low end free), read its first LENGTH bytes
                                (each page right after a page of filler
                                memory, freed then: the mapping's pages
                                sit between holes, where compaction has
@@ -131,10 +132,13 @@ def cmd_compact(path, length):
     m = shared_map(path)
     addr = ctypes.addressof(ctypes.c_char.from_buffer(m))
     pages = length // 4096
-    # Interleaved with filler pages, then freed: where the mapping's
-    # pages land, free memory lies between them, and compaction, which
-    # empties the low end of a zone into free pages at its top, moves
-    # those below its free pages whatever the allocator's layout was.
+    # Compaction empties the low end of a zone into free pages at its
+    # top: a first pass leaves the low end free, so that the mapping's
+    # pages, allocated next, are likely there. Interleaved with filler
+    # pages, then freed: free memory lies between them too, and the
+    # second pass, the one measured, has them to move.
+    with open("/proc/sys/vm/compact_memory", "w") as f:
+        f.write("1\n")
     filler = mmap.mmap(-1, length)
     for i in range(pages):
         filler[i * 4096] = 1
