@@ -593,6 +593,27 @@ test_tcp_killed_halfway_through_a_frame() {
 	"$PATTERN" write self 2 0 8M --seed 7
 }
 
+# disagg_run CG MAX OUT ARGS...: runs rpage_fault ARGS in a new memory
+# cgroup CG limited to MAX MiB, its output in OUT (and shown), then sets
+# rc (its exit status), peak (memory.peak) and events (memory.events on
+# one line), shows them and the cgroup's file pages, and removes CG.
+# False only if the cgroup could not be made.
+disagg_run() {
+	local cg=$1 max=$2 out=$3
+	shift 3
+	mkdir -p "$cg" && echo "${max}M" > "$cg/memory.max" || return
+	bash -c 'echo $$ > "$1/cgroup.procs" && shift && exec "$@"' _ "$cg" "$FAULT" "$@" \
+		> "$out" 2>&1
+	rc=$?
+	cat "$out"
+	peak=$(cat "$cg/memory.peak")
+	events=$(tr '\n' ' ' < "$cg/memory.events")
+	echo "exit $rc, memory.peak $peak, memory.events: $events"
+	grep -E "^(file|file_dirty|file_writeback) " "$cg/memory.stat" | tr '\n' ' '
+	echo
+	rmdir "$cg"
+}
+
 # disagg_bounded OUT PEAK EVENTS SIZE MAX: a cgroup limited to MAX MiB
 # that swept SIZE MiB of a mapping more than once (rpage_fault's result
 # line in OUT) stayed within its limit (memory.peak PEAK), never
@@ -626,15 +647,8 @@ test_loop_mapping_bounded_by_its_memory_cgroup() {
 	"$RPAGECTL" pool create 3 size "${size}M" writable || fail "pool create 3" || return
 	wait_until 30 remote_pool_listed lo 3 || fail "pool 3 not listed through lo" || return
 	"$PATTERN" write lo 3 0 "${size}M" --seed 21 || fail "fill pool 3" || return
-	mkdir -p "$cg" && echo "${max}M" > "$cg/memory.max" || return
-	bash -c "echo \$\$ > $cg/cgroup.procs && exec $FAULT touch lo 3 ${size}M --threads 1 --order random --passes 2 --seed 21" \
-		> "$out" 2>&1
-	rc=$?
-	cat "$out"
-	peak=$(cat "$cg/memory.peak")
-	events=$(tr '\n' ' ' < "$cg/memory.events")
-	echo "exit $rc, memory.peak $peak, memory.events: $events"
-	rmdir "$cg"
+	disagg_run "$cg" "$max" "$out" touch lo 3 "${size}M" --threads 1 --order random \
+		--passes 2 --seed 21 || return
 	"$RPAGECTL" pool destroy 3 || fail "pool destroy 3" || return
 	expect_eq "$rc" 0 "the touch, twice, in ${max} MiB" || return
 	disagg_bounded "$out" "$peak" "$events" "$size" "$max"
@@ -663,16 +677,8 @@ test_loop_writes_survive_reclaim_in_a_memory_cgroup() {
 	pid=$!
 	wait_until 60 test -e /tmp/disagg-w.ready || { kill "$pid"; fail "exporter not ready"; return; }
 	wait_until 30 remote_pool_listed lo 13 || { kill "$pid"; fail "pool 13 not listed through lo"; return; }
-	mkdir -p "$cg" && echo "${max}M" > "$cg/memory.max" || { kill "$pid"; return 1; }
-	bash -c "echo \$\$ > $cg/cgroup.procs && exec $FAULT touch lo 13 ${size}M --threads 1 --order random --passes 3 --write-seed 23" \
-		> "$out" 2>&1
-	rc=$?
-	cat "$out"
-	peak=$(cat "$cg/memory.peak")
-	events=$(tr '\n' ' ' < "$cg/memory.events")
-	echo "exit $rc, memory.peak $peak, memory.events: $events"
-	grep -E "^(file|file_dirty|file_writeback) " "$cg/memory.stat" | tr '\n' ' '; echo
-	rmdir "$cg"
+	disagg_run "$cg" "$max" "$out" touch lo 13 "${size}M" --threads 1 --order random \
+		--passes 3 --write-seed 23 || { kill "$pid"; return 1; }
 	"$PATTERN" read lo 13 0 "${size}M" --seed 23
 	local read_rc=$?
 	touch /tmp/disagg-w.until
