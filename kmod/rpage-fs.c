@@ -272,10 +272,13 @@ struct inode *rpage_fs_inode_new(struct rpage_mapping *map, bool writable)
 	 * alloc_anon_inode() marks an inode dirty for good, so that it never
 	 * joins a list of dirty inodes, and leaves it unhashed, which
 	 * __mark_inode_dirty() skips too: this one is written back. Nobody
-	 * else has it yet.
+	 * else has it yet. Hashed for real, by its number, not with
+	 * inode_fake_hash(): eviction leaves a fake hash in place, and the
+	 * next inode made in this memory of the kernel's shared inode cache
+	 * (a pipe's) would look hashed, and never be freed.
 	 */
 	inode->i_state = 0;
-	inode_fake_hash(inode);
+	insert_inode_hash(inode);
 	return inode;
 }
 

@@ -59,6 +59,7 @@ pull-not-kept|rpage-fault.c|s/^\t\trpage_map_keep(map);$/\t\t;/|pool-single.sh:^
 refetch-not-counted|rpage-fault.c|/reads the page, again if reclaim/,+2s/^\t\t\trpage_fault_count(map, RPAGE_FC_REFETCHED, 1);$/\t\t\t;/|pool-single.sh:^map$
 file-pool-always-intact|rpage-pool.c|s/->mapping) != mapping)$/->mapping) != mapping \&\& 0)/|pool-single.sh:file_pool_follows
 writeback-writes-nothing|rpage-fs.c|s/^\tret = rpage_xfer(\&x);$/\tret = 0;/|pool-single.sh:^map$|^loop_writes_survive
+inode-fake-hashed|rpage-fs.c|s/^\tinsert_inode_hash(inode);$/\tinode_fake_hash(inode);/|pool-single.sh:^map$
 '
 
 mutation_field() {
