@@ -55,6 +55,7 @@ void rpage_conn_init(struct rpage_conn *conn, struct rpage_peer *peer,
 	init_rwsem(&conn->users);
 	spin_lock_init(&conn->detached_lock);
 	INIT_LIST_HEAD(&conn->detached);
+	init_waitqueue_head(&conn->cq_wait);
 }
 
 /*
@@ -69,6 +70,9 @@ bool __rpage_conn_set_state(struct rpage_conn *conn, enum rpage_conn_state new)
 
 	lockdep_assert_held(&conn->peer->state_lock);
 	conn->state = new;
+	/* Its transfers asleep stop waiting for a queue pair that is going. */
+	if (new == RPAGE_CONN_CLOSED)
+		wake_up_all(&conn->cq_wait);
 	return old == RPAGE_CONN_CONNECTED;
 }
 
@@ -171,6 +175,21 @@ static void rpage_conn_put_pd(struct rpage_conn *conn)
 	conn->pd = NULL;
 }
 
+/* The completion queues of @conn, each freed the way it was made. */
+static void rpage_conn_free_cqs(struct rpage_conn *conn)
+{
+	if (conn->recv_cq && conn->recv_cq != conn->cq)
+		ib_free_cq(conn->recv_cq);
+	conn->recv_cq = NULL;
+	if (conn->cq) {
+		if (conn->inbound)
+			ib_free_cq(conn->cq);
+		else
+			ib_destroy_cq(conn->cq);
+		conn->cq = NULL;
+	}
+}
+
 /*
  * Creates the completion queues and queue pair of @conn on the device of
  * @cm_id. Runs in an rdma_cm callback (route resolved, or connect
@@ -202,13 +221,23 @@ int rpage_conn_create_qp(struct rpage_conn *conn, struct rdma_cm_id *cm_id)
 				       vector, IB_POLL_WORKQUEUE);
 		conn->recv_cq = conn->cq;
 	} else {
-		conn->cq = ib_alloc_cq(ibdev, conn, RPAGE_SEND_DEPTH, vector,
-				       IB_POLL_DIRECT);
+		/*
+		 * Not ib_alloc_cq(): its direct-polled queues may never
+		 * interrupt, and a transfer that waits long sleeps until one
+		 * does (rpage_rdma_cq_event()).
+		 */
+		struct ib_cq_init_attr cq_attr = {
+			.cqe = RPAGE_SEND_DEPTH,
+			.comp_vector = vector,
+		};
+
+		conn->cq = ib_create_cq(ibdev, rpage_rdma_cq_event, NULL, conn,
+					&cq_attr);
 		if (!IS_ERR(conn->cq)) {
 			conn->recv_cq = ib_alloc_cq(ibdev, conn, RPAGE_RECV_DEPTH,
 						    vector, IB_POLL_WORKQUEUE);
 			if (IS_ERR(conn->recv_cq)) {
-				ib_free_cq(conn->cq);
+				ib_destroy_cq(conn->cq);
 				conn->cq = conn->recv_cq;
 			}
 		}
@@ -257,11 +286,7 @@ int rpage_conn_create_qp(struct rpage_conn *conn, struct rdma_cm_id *cm_id)
 err_pd:
 	rpage_conn_put_pd(conn);
 err_cq:
-	if (conn->recv_cq != conn->cq)
-		ib_free_cq(conn->recv_cq);
-	ib_free_cq(conn->cq);
-	conn->cq = NULL;
-	conn->recv_cq = NULL;
+	rpage_conn_free_cqs(conn);
 err_dev:
 	rpage_ibdev_put(dev);
 	return ret;
@@ -385,13 +410,7 @@ static void rpage_conn_free_qp(struct rpage_conn *conn)
 /* Frees the completion queues, receive buffers and device use. */
 static void rpage_conn_free_rest(struct rpage_conn *conn)
 {
-	if (conn->recv_cq && conn->recv_cq != conn->cq)
-		ib_free_cq(conn->recv_cq);
-	conn->recv_cq = NULL;
-	if (conn->cq) {
-		ib_free_cq(conn->cq);
-		conn->cq = NULL;
-	}
+	rpage_conn_free_cqs(conn);
 	if (conn->dev) {
 		rpage_conn_free_recvs(conn);
 		rpage_conn_put_pd(conn);
@@ -514,7 +533,7 @@ static bool rpage_ctl_wait_for(struct rpage_conn *conn,
 				return true;
 			continue;
 		}
-		if (ib_process_cq_direct(conn->cq, RPAGE_CONN_POLL_BATCH) > 0)
+		if (rpage_rdma_cq_poll(conn->cq, RPAGE_CONN_POLL_BATCH) > 0)
 			continue;
 		usleep_range(50, 200);
 	}
@@ -552,7 +571,7 @@ static int rpage_ctl_post(struct rpage_conn *conn, struct rpage_ctl_wait *wait,
 						     what, timeout_ms);
 				return -ETIMEDOUT;
 			}
-			if (ib_process_cq_direct(conn->cq, RPAGE_CONN_POLL_BATCH) <= 0)
+			if (rpage_rdma_cq_poll(conn->cq, RPAGE_CONN_POLL_BATCH) <= 0)
 				usleep_range(50, 200);
 		}
 	}

@@ -190,8 +190,12 @@ struct rpage_peer;
  *	queue pair this host opened, @ppd's for one a peer opened.
  * @ppd: inbound: the peer's protection domain on @dev, referenced.
  * @cq: outbound: the send completion queue, polled by whoever posted
- *	while it waits briefly, and by a work item when it interrupts
- *	(IB_POLL_WORKQUEUE); inbound: the one completion queue.
+ *	(rpage_rdma_cq_poll()); it interrupts only when asked to by a
+ *	transfer going to sleep (rpage_rdma_cq_event()); inbound: the one
+ *	completion queue, polled in a work queue (IB_POLL_WORKQUEUE).
+ * @cq_wait: outbound: the transfers asleep until @cq has news for them,
+ *	each woken by its own completions (keyed by its run), one of them
+ *	by @cq's interrupt to poll for all.
  * @recv_cq: outbound: the receive completion queue (control messages).
  * @recvs: the first queue pair of a set: the posted receive buffers.
  * @recv_lock: orders reposting a receive against teardown.
@@ -220,6 +224,7 @@ struct rpage_conn {
 	struct ib_pd *pd;
 	struct rpage_pd *ppd;
 	struct ib_cq *cq;
+	wait_queue_head_t cq_wait;
 	struct ib_cq *recv_cq;
 	struct rpage_recv *recvs;
 	spinlock_t recv_lock;		/* see kernel-doc */
@@ -925,6 +930,7 @@ void rpage_xfer_moved(struct rpage_xfer_run *run, unsigned long first,
 		      unsigned long nr);
 void rpage_xfer_slow(void *ctx);
 void rpage_xfer_wake(struct wait_queue_head *wq, const void *key);
+void rpage_xfer_wake_one(struct wait_queue_head *wq);
 long rpage_xfer_sleep(struct wait_queue_head *wq, const void *key,
 		      bool (*ready)(void *arg), void *arg, long timeout,
 		      bool killable);
@@ -958,6 +964,8 @@ int rpage_rdma_xfer_begin(struct rpage_xfer_run *run);
 int rpage_rdma_xfer_move(struct rpage_xfer_run *run);
 void rpage_rdma_xfer_end(struct rpage_xfer_run *run);
 void rpage_rdma_conn_drain(struct rpage_conn *conn);
+void rpage_rdma_cq_event(struct ib_cq *cq, void *ctx);
+int rpage_rdma_cq_poll(struct ib_cq *cq, int budget);
 
 /* rpage-io.c */
 long rpage_ioctl_read(struct rpage_file *rfile, void __user *argp);

@@ -11,8 +11,12 @@
  * a window of RPAGE_XFER_SLOTS: the memory a transfer needs does not
  * grow with its pages. The caller's own context polls the completion
  * queue: busy for up to a millisecond, yielding to anything else
- * runnable (the device's own work may be what it waits for), then
- * sleeping between polls.
+ * runnable (the device's own work may be what it waits for); then it
+ * asks the queue to interrupt and sleeps. Whoever polls a completion
+ * wakes the transfer it belongs to, and only that one; the interrupt
+ * wakes one sleeper, which polls for them all (rpage_rdma_cq_event()).
+ * A queue nobody sleeps on never interrupts: the fast path pays for no
+ * interrupt and no context switch.
  *
  * An error completion, a flush or no completion for io_timeout_ms
  * reports the queue pair lost (the peer rebuilds its connections) and
@@ -42,6 +46,10 @@
 #define RPAGE_XFER_SPIN_NS	(1000 * NSEC_PER_USEC)
 /* Completions reaped per poll. */
 #define RPAGE_XFER_BATCH	16
+/* Of those, read off the queue at a time (on the stack). */
+#define RPAGE_XFER_POLL_BATCH	8
+/* A sleeping poller looks at its deadlines at least this often. */
+#define RPAGE_XFER_SLEEP_MAX	(HZ / 10)
 /* Work requests one transfer has in flight at most. */
 #define RPAGE_XFER_SLOTS	64
 /* A killed task's work requests get this long to complete normally. */
@@ -91,6 +99,7 @@ struct rpage_rdma_op {
  *	the task while the run is detached.
  * @next: the page to post next.
  * @err: the first failure of the attempt, 0 if none.
+ * @slept: the attempt slept on its queue pair's completions.
  * @nr_free: free slots, their indexes in @free.
  * @free: the stack of free slots.
  * @nr_slots: slots in @ops.
@@ -106,6 +115,7 @@ struct rpage_rdma_run {
 	atomic_t pending;
 	unsigned long next;
 	int err;
+	bool slept;
 	unsigned int nr_free;
 	unsigned int free[RPAGE_XFER_SLOTS];
 	unsigned int nr_slots;
@@ -180,6 +190,59 @@ static void rpage_rdma_op_done(struct ib_cq *cq, struct ib_wc *wc)
 	 */
 	if (atomic_dec_and_test(&rr->pending) && detached)
 		rpage_rdma_detached_free(rr);
+	/*
+	 * Its owner may be asleep (rpage_rdma_wait()): @rr is its key, only
+	 * compared. @conn outlives this: whoever polls holds it.
+	 * Pairs with the barrier of the sleeper's prepare_to_wait.
+	 */
+	if (wq_has_sleeper(&conn->cq_wait))
+		rpage_xfer_wake(&conn->cq_wait, rr);
+}
+
+/**
+ * rpage_rdma_cq_poll - hands the completions of a send queue to their owners
+ * @cq: an outbound connection's send completion queue.
+ * @budget: completions at most.
+ *
+ * Each completion's done() runs here, in the caller's context, whatever
+ * transfer or control message it belongs to. Returns how many there were.
+ */
+int rpage_rdma_cq_poll(struct ib_cq *cq, int budget)
+{
+	struct ib_wc wcs[RPAGE_XFER_POLL_BATCH];
+	int done = 0, n, i;
+
+	while (done < budget) {
+		n = ib_poll_cq(cq, min_t(int, budget - done, ARRAY_SIZE(wcs)),
+			       wcs);
+		if (n <= 0)
+			break;
+		for (i = 0; i < n; i++) {
+			if (wcs[i].wr_cqe)
+				wcs[i].wr_cqe->done(cq, &wcs[i]);
+		}
+		done += n;
+		if (n < ARRAY_SIZE(wcs))
+			break;
+	}
+	return done;
+}
+
+/**
+ * rpage_rdma_cq_event - a send queue's interrupt
+ * @cq: an outbound connection's send completion queue.
+ * @ctx: the connection.
+ *
+ * Only a transfer going to sleep asks for one, and it comes once: any
+ * completion after the request. Any context (a device's hard interrupt):
+ * it only wakes one sleeper, which polls for everyone and wakes each
+ * owner of a completion it finds; the others sleep on.
+ */
+void rpage_rdma_cq_event(struct ib_cq *cq, void *ctx)
+{
+	struct rpage_conn *conn = ctx;
+
+	rpage_xfer_wake_one(&conn->cq_wait);
 }
 
 /* Where page @g of the transfer is in its pool: address and key. */
@@ -449,7 +512,7 @@ void rpage_rdma_conn_drain(struct rpage_conn *conn)
 		spin_unlock(&conn->detached_lock);
 		if (!left || !conn->cq)
 			break;
-		if (ib_process_cq_direct(conn->cq, RPAGE_XFER_BATCH) > 0)
+		if (rpage_rdma_cq_poll(conn->cq, RPAGE_XFER_BATCH) > 0)
 			continue;
 		if (time_after(jiffies, deadline))
 			break;
@@ -466,6 +529,65 @@ void rpage_rdma_conn_drain(struct rpage_conn *conn)
 	/* The queue pair may be made again: they are its no more. */
 	INIT_LIST_HEAD(&conn->detached);
 	spin_unlock(&conn->detached_lock);
+}
+
+/*
+ * Whether @arg (a run) may stop sleeping: a completion of its own is in
+ * (someone else polled it), or its send queue has completions nobody
+ * polled yet. Else the queue is asked to interrupt at the next one: the
+ * caller is on the queue's sleepers already, so none is missed.
+ */
+static bool rpage_rdma_ready(void *arg)
+{
+	struct rpage_rdma_run *rr = arg;
+	unsigned int i;
+
+	for (i = 0; i < rr->nr_slots; i++) {
+		/* Pairs with rpage_rdma_op_done(). */
+		if (smp_load_acquire(&rr->ops[i].state) == RPAGE_OP_DONE)
+			return true;
+	}
+	return ib_req_notify_cq(rr->conn->cq, IB_CQ_NEXT_COMP |
+				IB_CQ_REPORT_MISSED_EVENTS) > 0;
+}
+
+/*
+ * Sleeps until a completion of @rr is polled, by anyone, or its send
+ * queue interrupts, or @deadline passes (RPAGE_XFER_SLEEP_MAX at most:
+ * the caller looks at the queue pair's state again). With nothing of its
+ * own in flight (the send queue is full of others' work) nothing would
+ * wake it: it naps briefly instead.
+ */
+static void rpage_rdma_wait(struct rpage_rdma_run *rr, unsigned long deadline,
+			    bool killable)
+{
+	long timeout = (long)(deadline - jiffies);
+
+	if (!atomic_read(&rr->pending)) {
+		usleep_range(20, 100);
+		return;
+	}
+	timeout = clamp_t(long, timeout, 1, RPAGE_XFER_SLEEP_MAX);
+	rr->slept = true;
+	rpage_xfer_sleep(&rr->conn->cq_wait, rr, rpage_rdma_ready, rr, timeout,
+			 killable);
+}
+
+/*
+ * @rr slept on its queue pair's completions, and may have been the one
+ * the interrupt woke to poll for everyone (the queue interrupts once per
+ * request): if others still sleep, it asks for the next interrupt on
+ * their behalf before it goes, or wakes one of them if completions came
+ * meanwhile.
+ */
+static void rpage_rdma_pass_on(struct rpage_rdma_run *rr)
+{
+	struct rpage_conn *conn = rr->conn;
+
+	if (rr->slept && wq_has_sleeper(&conn->cq_wait) &&
+	    ib_req_notify_cq(conn->cq, IB_CQ_NEXT_COMP |
+			     IB_CQ_REPORT_MISSED_EVENTS) > 0)
+		rpage_xfer_wake_one(&conn->cq_wait);
 }
 
 /*
@@ -502,7 +624,7 @@ static int rpage_rdma_poll(struct rpage_rdma_run *rr)
 			/* Nothing posted: the send queue is full of others' work. */
 			progress = jiffies;
 		}
-		if (ib_process_cq_direct(conn->cq, RPAGE_XFER_BATCH) > 0)
+		if (rpage_rdma_cq_poll(conn->cq, RPAGE_XFER_BATCH) > 0)
 			idle_since = 0;
 		if (rpage_rdma_reap(rr)) {
 			/* The timeout is for a stall, not for a long transfer. */
@@ -516,7 +638,11 @@ static int rpage_rdma_poll(struct rpage_rdma_run *rr)
 			idle_since = ktime_get_ns();
 		if (ktime_get_ns() - idle_since > RPAGE_XFER_SPIN_NS) {
 			rpage_xfer_slow(x);
-			usleep_range(20, 100);
+			/* Killed, it sleeps out its grace: the signal stays. */
+			rpage_rdma_wait(rr, flush_deadline ?: killed ?
+					kill_deadline : progress +
+					msecs_to_jiffies(io_timeout_ms),
+					x->killable && !killed);
 		} else {
 			cond_resched();
 		}
@@ -593,7 +719,13 @@ int rpage_rdma_xfer_begin(struct rpage_xfer_run *run)
 
 int rpage_rdma_xfer_move(struct rpage_xfer_run *run)
 {
-	return rpage_rdma_poll(container_of(run, struct rpage_rdma_run, run));
+	struct rpage_rdma_run *rr = container_of(run, struct rpage_rdma_run, run);
+	int ret;
+
+	rr->slept = false;
+	ret = rpage_rdma_poll(rr);
+	rpage_rdma_pass_on(rr);
+	return ret;
 }
 
 void rpage_rdma_xfer_end(struct rpage_xfer_run *run)

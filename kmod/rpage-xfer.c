@@ -80,13 +80,16 @@ struct rpage_xfer_waiter {
 	const void *key;
 };
 
+/* The key of rpage_xfer_wake_one(): any one waiter, whatever it waits for. */
+static const char rpage_xfer_anyone;
+
 static int rpage_xfer_wake_fn(struct wait_queue_entry *wq, unsigned int mode,
 			      int sync, void *key)
 {
 	struct rpage_xfer_waiter *w = container_of(wq, struct rpage_xfer_waiter,
 						   wq);
 
-	if (key && key != w->key)
+	if (key && key != w->key && key != &rpage_xfer_anyone)
 		return 0;
 	return autoremove_wake_function(wq, mode, sync, key);
 }
@@ -100,6 +103,19 @@ static int rpage_xfer_wake_fn(struct wait_queue_entry *wq, unsigned int mode,
 void rpage_xfer_wake(struct wait_queue_head *wq, const void *key)
 {
 	__wake_up(wq, TASK_NORMAL, 0, (void *)key);
+}
+
+/**
+ * rpage_xfer_wake_one - wakes one waiter on @wq, whatever its key
+ * @wq: a connection's queue of waiting transfers.
+ *
+ * For news that any one of them can act on for all: an RDMA completion
+ * queue's interrupt, which one waiter polls for everyone, the others
+ * then woken by key for their own completions.
+ */
+void rpage_xfer_wake_one(struct wait_queue_head *wq)
+{
+	__wake_up(wq, TASK_NORMAL, 1, (void *)&rpage_xfer_anyone);
 }
 
 /**
@@ -126,7 +142,8 @@ long rpage_xfer_sleep(struct wait_queue_head *wq, const void *key,
 
 	init_wait(&w.wq);
 	w.wq.func = rpage_xfer_wake_fn;
-	prepare_to_wait(wq, &w.wq, state);
+	/* Exclusive: rpage_xfer_wake_one() stops at the first it wakes. */
+	prepare_to_wait_exclusive(wq, &w.wq, state);
 	if (!ready(arg) && !(killable && fatal_signal_pending(current)))
 		timeout = schedule_timeout(timeout);
 	finish_wait(wq, &w.wq);

@@ -892,7 +892,8 @@ static void *waiter_run(void *arg)
  * mapping (which would cost each waiting thread a wake-up, and a sleep,
  * per page that arrives: O(threads^2) in all). A thread sleeps at most
  * once per page it touches, and may sleep once more for mmap_lock when
- * it retries the fault.
+ * it retries the fault. Over every transport: a fault that reads its page
+ * itself sleeps until its own answer or completion, not in naps.
  */
 TEST_F_TIMEOUT(map, sixty_four_threads_wake_only_for_their_pages, 180)
 {
@@ -904,16 +905,6 @@ TEST_F_TIMEOUT(map, sixty_four_threads_wake_only_for_their_pages, 180)
 	struct rpage_prefetch pf;
 	long switches = 0;
 
-	NEED_PEER();
-	/*
-	 * Over RDMA a transfer still polls its completion queue, with naps
-	 * between polls past the first millisecond (22 sleeps a fault
-	 * here): a waiter woken by its own completion needs the queue armed
-	 * while it sleeps, and an always-armed one (IB_POLL_WORKQUEUE) cost
-	 * every fault a fifth more in make bench. Known, and said so.
-	 */
-	if (peer_transport(self->fd, self->peer) == RPAGE_TRANSPORT_RDMA)
-		SKIP(return, "over RDMA a waiting transfer polls with naps: not woken per page yet");
 	NEED_AREA(pages, 0);
 	ASSERT_EQ(0, pthread_barrier_init(&start, NULL, nthreads + 1));
 	for (uint64_t t = 0; t < nthreads; t++) {

@@ -295,18 +295,6 @@ static inline int peer_lookup(int fd, const char *name, __u32 *id,
 	return 0;
 }
 
-/* The transport of the peer called @name (RPAGE_TRANSPORT_*), or -errno. */
-static inline int peer_transport(int fd, const char *name)
-{
-	struct rpage_peer_info info;
-	int found = list_find(fd, rpage_peer_list, sizeof(info),
-			      match_peer_name, name, &info);
-
-	if (found <= 0)
-		return found ? found : -ENOENT;
-	return (int)info.transport;
-}
-
 /*
  * The id of the peer called @name, once it is connected: waits up to
  * PEER_WAIT_S. 0, -ENOENT (no such peer), -ENOTCONN or -errno.
