@@ -119,11 +119,21 @@ struct rpage_fs_wb {
  * nothing truncates it meanwhile): its data is never lost, and the
  * flusher tries again later; the error is the mapping's (fsync reports
  * it). The transfer rides through a peer reconnecting, as a fault's does.
+ *
+ * Unless nothing can ever take the data: the peer deleted, or the pool
+ * withdrawn or replaced (this mapping's incarnation of it gone for
+ * good). Dirtied again, its pages would stay dirty forever, and hold
+ * every writer of the host or its memory cgroup to the dirty limits
+ * forever too. They stay clean instead, in a mapping made unevictable
+ * (rpage_map_keep(): its pages are all it can ever have), as a
+ * read-only pool's dirty pages stay: the mapping keeps its data until it
+ * goes, and fsync reports the error.
  */
 static void rpage_fs_wb_flush(struct rpage_fs_wb *wb)
 {
 	struct rpage_xfer_range range;
 	struct rpage_xfer x;
+	bool for_good;
 	unsigned int i;
 	int ret;
 
@@ -132,6 +142,7 @@ static void rpage_fs_wb_flush(struct rpage_fs_wb *wb)
 	rpage_map_xfer_init(wb->map, &x, &range, true, wb->index, wb->pages,
 			    wb->nr);
 	ret = rpage_xfer(&x);
+	for_good = !x.peer || ret == -ENOENT || ret == -ESTALE;
 	rpage_map_xfer_release(&x);
 	if (ret) {
 		if (!wb->err)
@@ -143,11 +154,19 @@ static void rpage_fs_wb_flush(struct rpage_fs_wb *wb)
 	for (i = 0; i < wb->nr; i++) {
 		struct folio *folio = page_folio(wb->pages[i]);
 
-		if (ret)
+		if (ret && !for_good)
 			filemap_dirty_folio(wb->map->mapping, folio);
 		folio_end_writeback(folio);
-		folio_put(folio);
 	}
+	/*
+	 * Kept once their writeback ended (keeping takes each folio's lock,
+	 * which a truncation holds while it waits for writeback); their
+	 * references, held until then, keep reclaim off them meanwhile.
+	 */
+	if (ret && for_good)
+		rpage_map_keep(wb->map);
+	for (i = 0; i < wb->nr; i++)
+		folio_put(page_folio(wb->pages[i]));
 	wb->nr = 0;
 }
 

@@ -60,6 +60,7 @@ refetch-not-counted|rpage-fault.c|/reads the page, again if reclaim/,+2s/^\t\t\t
 file-pool-always-intact|rpage-pool.c|s/->mapping) != mapping)$/->mapping) != mapping \&\& 0)/|pool-single.sh:file_pool_follows
 writeback-writes-nothing|rpage-fs.c|s/^\tret = rpage_xfer(\&x);$/\tret = 0;/|pool-single.sh:^map$|^loop_writes_survive
 inode-fake-hashed|rpage-fs.c|s/^\tinsert_inode_hash(inode);$/\tinode_fake_hash(inode);/|pool-single.sh:^map$
+writeback-redirties-for-good|rpage-fs.c|s/^\t\tif (ret \&\& !for_good)$/\t\tif (ret)/|named-single.sh:^named_pull_then
 rdma-interrupt-wakes-all|rpage-rdma-xfer.c|s/^\trpage_xfer_wake_one(\&conn->cq_wait);$/\twake_up_all(\&conn->cq_wait);/|pool-single.sh:^map$
 '
 

@@ -10,6 +10,8 @@
                                as hex
   dump PATH OFFSET LENGTH      the same, raw, on standard output (a page
                                that cannot be read kills it: SIGBUS)
+  load PATH OFFSET             map it shared, store standard input's
+                               bytes at OFFSET, a MiB at a time
   hold PATH OFFSET --ready F --go G
                                map it shared, read the page at OFFSET,
                                create F, wait for G, then read the page
@@ -241,6 +243,15 @@ def main(argv):
         off, n = int(argv[3], 0), int(argv[4], 0)
         for at in range(off, off + n, 1 << 20):
             sys.stdout.buffer.write(m[at:min(at + (1 << 20), off + n)])
+    elif cmd == "load" and len(argv) == 4:
+        m = shared_map(path)
+        at = int(argv[3], 0)
+        while True:
+            data = sys.stdin.buffer.read(1 << 20)
+            if not data:
+                break
+            m[at:at + len(data)] = data
+            at += len(data)
     elif cmd == "hold" and len(argv) == 8 and argv[4] == "--ready" \
             and argv[6] == "--go":
         return cmd_hold(path, int(argv[3], 0), argv[5], argv[7])

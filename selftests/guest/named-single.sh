@@ -404,6 +404,31 @@ test_named_pull_then_pool_destroyed() {
 	"$RPAGECTL" map del pulled && "$RPAGECTL" map del partial
 }
 
+# Writes to the pulled mapping once its peer is gone have nowhere to go:
+# writeback leaves their pages clean in the mapping, which keeps them,
+# rather than dirty forever, which would hold every writer on the host to
+# the dirty limits forever. With the limit at 4 MiB, all 64 MiB are
+# written within two minutes (within seconds on a stock kernel; the
+# writer hung before), and read back.
+named_writes_without_a_peer() {
+	local ratio bytes rc
+	head -c "$NAMED_SIZE" /dev/urandom > /tmp/nopeer.bin || return
+	ratio=$(cat /proc/sys/vm/dirty_ratio) bytes=$(cat /proc/sys/vm/dirty_bytes)
+	echo $((4 << 20)) > /proc/sys/vm/dirty_bytes || return
+	timeout 120 $NODE_TOOL load /dev/rpage-map/pulled 0 < /tmp/nopeer.bin
+	rc=$?
+	# Back as it was: one of the two is 0, and writing it would not do.
+	if [ "$bytes" -ne 0 ]; then
+		echo "$bytes" > /proc/sys/vm/dirty_bytes
+	else
+		echo "$ratio" > /proc/sys/vm/dirty_ratio
+	fi
+	expect_eq "$rc" 0 "64 MiB written to a mapping without its peer (124: the writer was held)" || return
+	$NODE_TOOL dump /dev/rpage-map/pulled 0 "$NAMED_SIZE" | cmp - /tmp/nopeer.bin ||
+		fail "the bytes written without a peer" || return
+	rm -f /tmp/nopeer.bin
+}
+
 # Deleting the peer lets go of it: no mapping keeps a reference. The
 # pulled one reads right without it and says it has no peer; the one not
 # pulled keeps the pages it fetched, raises SIGBUS on the others and
@@ -429,6 +454,7 @@ test_named_pull_then_peer_deleted() {
 	grep -q "peer was deleted" /tmp/err || fail "no clear message: $(cat /tmp/err)" || return
 	expect_eq "$(named_field pulled pages_local)" $((NAMED_SIZE / 4096)) "pages local after the refused eviction" || return
 	named_after_the_loss "a refused eviction" || return
+	named_writes_without_a_peer || return
 	"$RPAGECTL" map pull pulled wait || fail "a pull of a mapping with every page here" || return
 	"$RPAGECTL" map del pulled && "$RPAGECTL" map del partial || return
 	# The next test wants the peer back, and the pool gone.
