@@ -224,7 +224,9 @@ int rpage_conn_create_qp(struct rpage_conn *conn, struct rdma_cm_id *cm_id)
 		/*
 		 * Not ib_alloc_cq(): its direct-polled queues may never
 		 * interrupt, and a transfer that waits long sleeps until one
-		 * does (rpage_rdma_cq_event()).
+		 * does (rpage_rdma_cq_event()). Still only ever polled by
+		 * its users, with ib_process_cq_direct(): the core has no
+		 * poller of its own for it.
 		 */
 		struct ib_cq_init_attr cq_attr = {
 			.cqe = RPAGE_SEND_DEPTH,
@@ -533,7 +535,7 @@ static bool rpage_ctl_wait_for(struct rpage_conn *conn,
 				return true;
 			continue;
 		}
-		if (rpage_rdma_cq_poll(conn->cq, RPAGE_CONN_POLL_BATCH) > 0)
+		if (ib_process_cq_direct(conn->cq, RPAGE_CONN_POLL_BATCH) > 0)
 			continue;
 		usleep_range(50, 200);
 	}
@@ -571,7 +573,7 @@ static int rpage_ctl_post(struct rpage_conn *conn, struct rpage_ctl_wait *wait,
 						     what, timeout_ms);
 				return -ETIMEDOUT;
 			}
-			if (rpage_rdma_cq_poll(conn->cq, RPAGE_CONN_POLL_BATCH) <= 0)
+			if (ib_process_cq_direct(conn->cq, RPAGE_CONN_POLL_BATCH) <= 0)
 				usleep_range(50, 200);
 		}
 	}

@@ -190,7 +190,7 @@ struct rpage_peer;
  *	queue pair this host opened, @ppd's for one a peer opened.
  * @ppd: inbound: the peer's protection domain on @dev, referenced.
  * @cq: outbound: the send completion queue, polled by whoever posted
- *	(rpage_rdma_cq_poll()); it interrupts only when asked to by a
+ *	(ib_process_cq_direct()); it interrupts only when asked to by a
  *	transfer going to sleep (rpage_rdma_cq_event()); inbound: the one
  *	completion queue, polled in a work queue (IB_POLL_WORKQUEUE).
  * @cq_wait: outbound: the transfers asleep until @cq has news for them,
@@ -965,7 +965,6 @@ int rpage_rdma_xfer_move(struct rpage_xfer_run *run);
 void rpage_rdma_xfer_end(struct rpage_xfer_run *run);
 void rpage_rdma_conn_drain(struct rpage_conn *conn);
 void rpage_rdma_cq_event(struct ib_cq *cq, void *ctx);
-int rpage_rdma_cq_poll(struct ib_cq *cq, int budget);
 
 /* rpage-io.c */
 long rpage_ioctl_read(struct rpage_file *rfile, void __user *argp);

@@ -46,8 +46,6 @@
 #define RPAGE_XFER_SPIN_NS	(1000 * NSEC_PER_USEC)
 /* Completions reaped per poll. */
 #define RPAGE_XFER_BATCH	16
-/* Of those, read off the queue at a time (on the stack). */
-#define RPAGE_XFER_POLL_BATCH	8
 /* A sleeping poller looks at its deadlines at least this often. */
 #define RPAGE_XFER_SLEEP_MAX	(HZ / 10)
 /* Work requests one transfer has in flight at most. */
@@ -197,35 +195,6 @@ static void rpage_rdma_op_done(struct ib_cq *cq, struct ib_wc *wc)
 	 */
 	if (wq_has_sleeper(&conn->cq_wait))
 		rpage_xfer_wake(&conn->cq_wait, rr);
-}
-
-/**
- * rpage_rdma_cq_poll - hands the completions of a send queue to their owners
- * @cq: an outbound connection's send completion queue.
- * @budget: completions at most.
- *
- * Each completion's done() runs here, in the caller's context, whatever
- * transfer or control message it belongs to. Returns how many there were.
- */
-int rpage_rdma_cq_poll(struct ib_cq *cq, int budget)
-{
-	struct ib_wc wcs[RPAGE_XFER_POLL_BATCH];
-	int done = 0, n, i;
-
-	while (done < budget) {
-		n = ib_poll_cq(cq, min_t(int, budget - done, ARRAY_SIZE(wcs)),
-			       wcs);
-		if (n <= 0)
-			break;
-		for (i = 0; i < n; i++) {
-			if (wcs[i].wr_cqe)
-				wcs[i].wr_cqe->done(cq, &wcs[i]);
-		}
-		done += n;
-		if (n < ARRAY_SIZE(wcs))
-			break;
-	}
-	return done;
 }
 
 /**
@@ -512,7 +481,7 @@ void rpage_rdma_conn_drain(struct rpage_conn *conn)
 		spin_unlock(&conn->detached_lock);
 		if (!left || !conn->cq)
 			break;
-		if (rpage_rdma_cq_poll(conn->cq, RPAGE_XFER_BATCH) > 0)
+		if (ib_process_cq_direct(conn->cq, RPAGE_XFER_BATCH) > 0)
 			continue;
 		if (time_after(jiffies, deadline))
 			break;
@@ -532,6 +501,17 @@ void rpage_rdma_conn_drain(struct rpage_conn *conn)
 }
 
 /*
+ * Asks @conn's send queue to interrupt at its next completion; true if
+ * completions came already, which nobody polled yet (no interrupt for
+ * them: the caller polls instead).
+ */
+static bool rpage_rdma_cq_arm(struct rpage_conn *conn)
+{
+	return ib_req_notify_cq(conn->cq, IB_CQ_NEXT_COMP |
+				IB_CQ_REPORT_MISSED_EVENTS) > 0;
+}
+
+/*
  * Whether @arg (a run) may stop sleeping: a completion of its own is in
  * (someone else polled it), or its send queue has completions nobody
  * polled yet. Else the queue is asked to interrupt at the next one: the
@@ -547,8 +527,7 @@ static bool rpage_rdma_ready(void *arg)
 		if (smp_load_acquire(&rr->ops[i].state) == RPAGE_OP_DONE)
 			return true;
 	}
-	return ib_req_notify_cq(rr->conn->cq, IB_CQ_NEXT_COMP |
-				IB_CQ_REPORT_MISSED_EVENTS) > 0;
+	return rpage_rdma_cq_arm(rr->conn);
 }
 
 /*
@@ -585,8 +564,7 @@ static void rpage_rdma_pass_on(struct rpage_rdma_run *rr)
 	struct rpage_conn *conn = rr->conn;
 
 	if (rr->slept && wq_has_sleeper(&conn->cq_wait) &&
-	    ib_req_notify_cq(conn->cq, IB_CQ_NEXT_COMP |
-			     IB_CQ_REPORT_MISSED_EVENTS) > 0)
+	    rpage_rdma_cq_arm(conn))
 		rpage_xfer_wake_one(&conn->cq_wait);
 }
 
@@ -624,7 +602,7 @@ static int rpage_rdma_poll(struct rpage_rdma_run *rr)
 			/* Nothing posted: the send queue is full of others' work. */
 			progress = jiffies;
 		}
-		if (rpage_rdma_cq_poll(conn->cq, RPAGE_XFER_BATCH) > 0)
+		if (ib_process_cq_direct(conn->cq, RPAGE_XFER_BATCH) > 0)
 			idle_since = 0;
 		if (rpage_rdma_reap(rr)) {
 			/* The timeout is for a stall, not for a long transfer. */
