@@ -220,8 +220,13 @@ install: user
 	install -m 0644 ulib/librpage.h $(DESTDIR)$(INCLUDEDIR)/
 	install -m 0644 include/uapi/linux/rpage.h $(DESTDIR)$(UAPI_INCLUDEDIR)/linux/
 	install -m 0755 $(RPAGECTL) $(DESTDIR)$(SBINDIR)/
-	install -m 0644 ulib/man/*.3 $(DESTDIR)$(MANDIR)/man3/
-	install -m 0644 ulib/man/*.8 $(DESTDIR)$(MANDIR)/man8/
+	# A page that is another's name (rpage_map_del.3 is rpage_map_add.3's)
+	# is a symbolic link to it, in the tree as installed.
+	for f in ulib/man/*.[38]; do \
+		d=$(DESTDIR)$(MANDIR)/man$${f##*.}; \
+		if [ -L "$$f" ]; then ln -sf "$$(readlink "$$f")" "$$d/$${f##*/}"; \
+		else install -m 0644 "$$f" "$$d/"; fi; \
+	done
 
 # What DKMS needs to build rpage.ko on the host that loads it, in the
 # directory DKMS looks in, whatever the PREFIX: dkms.conf, the Kbuild

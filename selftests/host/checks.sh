@@ -105,6 +105,20 @@ if [ "$got" = 'kernel log: BUG: unable to handle page fault for address: 0000000
 else
 	tap "not ok" "a kernel complaint with a backslash is reported whole (got '$got')"
 fi
+# Every manual page renders as it is in the tree (man -l), the pages
+# that are another's name too (symbolic links: a .so request would be
+# looked for under the current directory).
+out=$(for page in ulib/man/*.[38]; do
+	man -l "$page" 2>&1 > /dev/null | sed "s|^|$page: |"
+done)
+if ! command -v man > /dev/null; then
+	tap "not ok" "the manual pages render in the tree (man: not found)"
+elif [ -z "$out" ]; then
+	tap ok "the manual pages render in the tree"
+else
+	tap "not ok" "the manual pages render in the tree"
+	echo "$out" | sed 's/^/#   /'
+fi
 # make install's layout and librpage.pc, and make deb's packages, their
 # contents and lintian (about 15 s).
 # shellcheck source=selftests/host/packages.sh
