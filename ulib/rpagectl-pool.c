@@ -17,22 +17,6 @@
 #include "librpage.h"
 #include "rpagectl.h"
 
-/* The value of a module parameter, or "?" if it cannot be read. */
-static void read_module_param(const char *name, char *buf, size_t len)
-{
-	char path[128];
-	FILE *f;
-
-	snprintf(buf, len, "?");
-	snprintf(path, sizeof(path), "/sys/module/rpage/parameters/%s", name);
-	f = fopen(path, "r");
-	if (!f)
-		return;
-	if (fgets(buf, (int)len, f))
-		buf[strcspn(buf, "\n")] = '\0';
-	fclose(f);
-}
-
 static const struct {
 	__u32 bit;
 	const char *name;
@@ -280,7 +264,7 @@ static int pool_set(int argc, char **argv)
  * (up to RPAGE_POOL_MAX_PEERS of @peers' entries; an id no peer has
  * any more as "#ID"); how many, or -errno.
  */
-static int pool_peer_names(int fd, uint64_t id,
+int pool_peer_names(int fd, uint64_t id,
 			   const struct rpage_peer_info *peers, int nr_peers,
 			   char (*names)[RPAGE_NAME_MAX])
 {

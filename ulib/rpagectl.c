@@ -3,11 +3,14 @@
  * rpagectl: configure and inspect rpage.ko.
  *
  *   rpagectl [-j [-p]] [-V] OBJECT { COMMAND | help }
+ *   rpagectl [-j [-p]] [-f] -b FILE
  *
  * Objects and commands may be abbreviated to any unique prefix, as with
  * ip(8) and rdma(8). Human output by default, JSON with -j. Exit status
  * 0 on success, 1 on a failed operation, 2 on a usage error; a failure
- * prints one line on standard error.
+ * prints one line on standard error. -b runs the commands of FILE, one
+ * a line, as ip -batch does: the configuration file of a host's boot
+ * (rpage-setup(8)), or what `rpagectl save` printed.
  */
 #include <ctype.h>
 #include <errno.h>
@@ -26,11 +29,24 @@
 bool opt_json;
 bool opt_pretty;
 
+/*
+ * In batch mode, "FILE:LINE" of the command running, which every message
+ * of its failure starts with; empty otherwise.
+ */
+static char batch_where[PATH_MAX + 16];
+
+static void message_start(void)
+{
+	fputs("rpagectl: ", stderr);
+	if (batch_where[0])
+		fprintf(stderr, "%s: ", batch_where);
+}
+
 void __attribute__((format(printf, 1, 2))) fail(const char *fmt, ...)
 {
 	va_list ap;
 
-	fputs("rpagectl: ", stderr);
+	message_start();
 	va_start(ap, fmt);
 	vfprintf(stderr, fmt, ap);
 	va_end(ap);
@@ -42,7 +58,7 @@ usage_error(const char *fmt, ...)
 {
 	va_list ap;
 
-	fputs("rpagectl: ", stderr);
+	message_start();
 	va_start(ap, fmt);
 	vfprintf(stderr, fmt, ap);
 	va_end(ap);
@@ -250,6 +266,22 @@ int parse_pool_id(const char *what, const char *text, uint64_t *id)
 	return 0;
 }
 
+/* The value of a module parameter, or "?" if it cannot be read. */
+void read_module_param(const char *name, char *buf, size_t len)
+{
+	char path[128];
+	FILE *f;
+
+	snprintf(buf, len, "?");
+	snprintf(path, sizeof(path), "/sys/module/rpage/parameters/%s", name);
+	f = fopen(path, "r");
+	if (!f)
+		return;
+	if (fgets(buf, (int)len, f))
+		buf[strcspn(buf, "\n")] = '\0';
+	fclose(f);
+}
+
 uint64_t page_size(void)
 {
 	long size = sysconf(_SC_PAGESIZE);
@@ -335,45 +367,164 @@ static const struct rpagectl_object objects[] = {
 	{ "write",    cmd_write,    "copy a file into pages of a peer's pool" },
 	{ "stat",     cmd_stat,     "counters and latency of reads, writes and faults" },
 	{ "version",  cmd_version,  "library and module versions" },
+	{ "save",     cmd_save,     "print the configuration, as commands for -b" },
 	{ "help",     cmd_help,     "this text" },
 };
 
 static int cmd_help(int argc, char **argv)
 {
 	puts("Usage: rpagectl [ OPTIONS ] OBJECT { COMMAND | help }\n"
+	     "       rpagectl [ OPTIONS ] [ -f | --force ] -b FILE\n"
 	     "OPTIONS := { -j | --json | -p | --pretty | -V | --version | -h | --help }\n"
+	     "-b, --batch FILE: the commands of FILE (- for standard input), one a line;\n"
+	     "                  -f goes on past a failed one\n"
 	     "OBJECT :=");
 	for (size_t i = 0; i < sizeof(objects) / sizeof(objects[0]); i++)
 		printf("    %-10s %s\n", objects[i].name, objects[i].summary);
 	return 0;
 }
 
+/*
+ * The object @typed names: the one spelled so, else the first, in the
+ * order of `rpagectl help`, that it begins, as ip(8) resolves them (p is
+ * peer, s is stat); NULL if none.
+ */
 static const struct rpagectl_object *find_object(const char *typed)
 {
 	const struct rpagectl_object *found = NULL;
 
 	for (size_t i = 0; i < sizeof(objects) / sizeof(objects[0]); i++) {
-		if (!matches(typed, objects[i].name))
-			continue;
 		if (!strcmp(typed, objects[i].name))
 			return &objects[i];
-		if (found)
-			return NULL;	/* ambiguous */
-		found = &objects[i];
+		if (!found && matches(typed, objects[i].name))
+			found = &objects[i];
 	}
 	return found;
 }
 
+/* Runs OBJECT COMMAND... (@argv[0] the object); its exit status. */
+static int run_command(int argc, char **argv)
+{
+	const struct rpagectl_object *obj = find_object(argv[0]);
+
+	if (!obj)
+		return usage_error("unknown object '%s'", argv[0]);
+	return obj->run(argc - 1, argv + 1);
+}
+
+#define BATCH_MAX_WORDS 64
+
+/*
+ * Splits @line into words at blanks, in place: a word in double or
+ * single quotes may hold blanks (the quotes go), and a # that starts a
+ * word starts a comment to the end of the line. Returns the number of
+ * words, or -1 for a quote left open.
+ */
+static int split_words(char *line, char **words, int max)
+{
+	char *in = line, *out;
+	int n = 0;
+
+	for (;;) {
+		while (*in == ' ' || *in == '\t' || *in == '\n' || *in == '\r')
+			in++;
+		if (!*in || *in == '#')
+			return n;
+		if (n == max)
+			return max + 1;
+		words[n++] = out = in;
+		while (*in && *in != ' ' && *in != '\t' && *in != '\n' &&
+		       *in != '\r') {
+			if (*in == '"' || *in == '\'') {
+				char quote = *in++;
+
+				while (*in && *in != quote)
+					*out++ = *in++;
+				if (!*in)
+					return -1;
+				in++;
+				continue;
+			}
+			*out++ = *in++;
+		}
+		if (*in)
+			in++;
+		*out = '\0';
+	}
+}
+
+/*
+ * rpagectl -b FILE: the commands of FILE ("-": standard input), one a
+ * line, each as if given on the command line after the options. Stops
+ * at the first that fails, naming its line, unless -f; then goes on and
+ * fails at the end if any did. Blank lines and comments are skipped.
+ */
+static int run_batch(const char *path, bool force)
+{
+	char *words[BATCH_MAX_WORDS + 1];
+	const char *name = strcmp(path, "-") ? path : "(stdin)";
+	FILE *f = strcmp(path, "-") ? fopen(path, "r") : stdin;
+	unsigned int lineno = 0, failed = 0;
+	size_t cap = 0;
+	char *line = NULL;
+	int status = 0;
+
+	if (!f) {
+		fail("%s: %s", path, strerror(errno));
+		return 1;
+	}
+	while (getline(&line, &cap, f) >= 0) {
+		int n, ret;
+
+		lineno++;
+		snprintf(batch_where, sizeof(batch_where), "%s:%u", name, lineno);
+		n = split_words(line, words, BATCH_MAX_WORDS);
+		if (n == 0)
+			continue;
+		if (n < 0)
+			ret = usage_error("a quote is not closed");
+		else if (n > BATCH_MAX_WORDS)
+			ret = usage_error("more than %d words", BATCH_MAX_WORDS);
+		else if (words[0][0] == '-')
+			ret = usage_error("options ('%s') go on rpagectl's command line, not in a batch",
+					  words[0]);
+		else
+			ret = run_command(n, words);
+		/* Each command's output reaches its reader before the next runs. */
+		fflush(stdout);
+		if (!ret)
+			continue;
+		failed++;
+		if (!status)
+			status = ret;
+		if (!force)
+			break;
+	}
+	batch_where[0] = '\0';
+	if (ferror(f)) {
+		fail("%s: %s", path, strerror(errno));
+		status = status ? status : 1;
+	}
+	if (f != stdin)
+		fclose(f);
+	free(line);
+	if (failed && force)
+		fail("%s: %u of its commands failed", name, failed);
+	return status;
+}
+
 /*
  * Global options: short ones may be combined (-jp); long ones are
- * spelled out (--json) or abbreviated (--js). Returns the index of the
+ * spelled out (--json) or abbreviated (--js); -b and --batch take the
+ * next word (-b last among combined letters). Returns the index of the
  * first word after them, or -1 (with *status set) when done already.
  */
-static int parse_options(int argc, char **argv, int *status)
+static int parse_options(int argc, char **argv, int *status,
+			 const char **batch, bool *force)
 {
 	static const struct { char letter; const char *name; } opts[] = {
 		{ 'j', "json" }, { 'p', "pretty" }, { 'V', "version" },
-		{ 'h', "help" },
+		{ 'h', "help" }, { 'b', "batch" }, { 'f', "force" },
 	};
 	int i;
 
@@ -400,6 +551,17 @@ static int parse_options(int argc, char **argv, int *status)
 			case 'p':
 				opt_pretty = true;
 				break;
+			case 'f':
+				*force = true;
+				break;
+			case 'b':
+				if (l[1] || i + 1 >= argc) {
+					*status = usage_error("option '%s' needs a FILE after it",
+							      arg);
+					return -1;
+				}
+				*batch = argv[++i];
+				break;
 			case 'V':
 				printf("rpagectl %s\n", rpage_lib_version());
 				*status = 0;
@@ -418,18 +580,24 @@ static int parse_options(int argc, char **argv, int *status)
 
 int main(int argc, char **argv)
 {
-	const struct rpagectl_object *obj;
+	const char *batch = NULL;
+	bool force = false;
 	int i, status;
 
-	i = parse_options(argc, argv, &status);
+	i = parse_options(argc, argv, &status, &batch, &force);
 	if (i < 0)
 		return status;
+	if (batch) {
+		if (i < argc)
+			return usage_error("-b %s: unexpected argument '%s' (the commands are in the file)",
+					   batch, argv[i]);
+		return run_batch(batch, force);
+	}
+	if (force)
+		return usage_error("-f is for -b: go on past a failed command");
 	if (i == argc) {
 		cmd_help(0, NULL);
 		return EXIT_USAGE;
 	}
-	obj = find_object(argv[i]);
-	if (!obj)
-		return usage_error("unknown or ambiguous object '%s'", argv[i]);
-	return obj->run(argc - i - 1, argv + i + 1);
+	return run_command(argc - i, argv + i);
 }

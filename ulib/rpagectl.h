@@ -25,6 +25,7 @@ int cmd_read(int argc, char **argv);
 int cmd_write(int argc, char **argv);
 int cmd_stat(int argc, char **argv);
 int cmd_map(int argc, char **argv);
+int cmd_save(int argc, char **argv);
 
 /* Helpers the objects share, in rpagectl.c. */
 void __attribute__((format(printf, 1, 2))) fail(const char *fmt, ...);
@@ -44,7 +45,13 @@ int parse_pool_id(const char *what, const char *text, uint64_t *id);
 int parse_bytes(const char *what, const char *name, const char *text,
 		bool zero_ok, uint64_t *bytes);
 uint64_t page_size(void);
+void read_module_param(const char *name, char *buf, size_t len);
 const char *name_of(const char *const *names, size_t count, __u32 val);
+
+/* In rpagectl-pool.c: the names of the peers pool @id is scoped to. */
+int pool_peer_names(int fd, uint64_t id,
+		    const struct rpage_peer_info *peers, int nr_peers,
+		    char (*names)[RPAGE_NAME_MAX]);
 
 #define NAME_OF(names, val) name_of(names, sizeof(names) / sizeof(names[0]), val)
 
