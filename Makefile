@@ -14,7 +14,8 @@
 #                             moved from host A to host B without its RAM
 #   make demo-faults          host B faulting in host A's pool
 #   make bench                rpage against its baselines, in QEMU guests
-#   make install              library, headers, rpagectl, man pages
+#   make install              library, headers, rpagectl, man pages, and
+#                             rpage-setup with its systemd unit and udev rule
 #   make install-dkms         the module's sources, for DKMS to build
 #   make deb                  Debian packages (debian/), in build/deb
 
@@ -34,6 +35,11 @@ LIBDIR ?= $(PREFIX)/lib
 INCLUDEDIR ?= $(PREFIX)/include
 SBINDIR ?= $(PREFIX)/sbin
 MANDIR ?= $(PREFIX)/share/man
+# The systemd unit and the udev rule go where Debian 12's systemd and
+# udev look for a package's, whatever the PREFIX (pkg-config systemd
+# --variable=systemdsystemunitdir, and udev's, say so there).
+SYSTEMDUNITDIR ?= /lib/systemd/system
+UDEVRULESDIR ?= /lib/udev/rules.d
 # The UAPI header is installed as <linux/rpage.h> under a directory of
 # rpage's own, which librpage.pc adds to the include path: the files of
 # $(INCLUDEDIR)/linux belong to the C library's kernel headers
@@ -208,7 +214,8 @@ bench:
 # PREFIX=/usr installed a librpage.pc that said /usr/local).
 install: user
 	install -d $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(UAPI_INCLUDEDIR)/linux \
-		$(DESTDIR)$(SBINDIR) $(DESTDIR)$(MANDIR)/man3 $(DESTDIR)$(MANDIR)/man8
+		$(DESTDIR)$(SBINDIR) $(DESTDIR)$(MANDIR)/man3 $(DESTDIR)$(MANDIR)/man8 \
+		$(DESTDIR)$(SYSTEMDUNITDIR) $(DESTDIR)$(UDEVRULESDIR)
 	install -m 0755 $(LIB_SO) $(DESTDIR)$(LIBDIR)/
 	ln -sf $(notdir $(LIB_SO)) $(DESTDIR)$(LIBDIR)/$(LIB_SONAME)
 	ln -sf $(LIB_SONAME) $(DESTDIR)$(LIBDIR)/librpage.so
@@ -220,7 +227,7 @@ install: user
 	chmod 0644 $(DESTDIR)$(LIBDIR)/pkgconfig/librpage.pc
 	install -m 0644 ulib/librpage.h $(DESTDIR)$(INCLUDEDIR)/
 	install -m 0644 include/uapi/linux/rpage.h $(DESTDIR)$(UAPI_INCLUDEDIR)/linux/
-	install -m 0755 $(RPAGECTL) $(DESTDIR)$(SBINDIR)/
+	install -m 0755 $(RPAGECTL) systemd/rpage-setup $(DESTDIR)$(SBINDIR)/
 	# A page that is another's name (rpage_map_del.3 is rpage_map_add.3's)
 	# is a symbolic link to it, in the tree as installed.
 	for f in ulib/man/*.[38]; do \
@@ -228,6 +235,10 @@ install: user
 		if [ -L "$$f" ]; then ln -sf "$$(readlink "$$f")" "$$d/$${f##*/}"; \
 		else install -m 0644 "$$f" "$$d/"; fi; \
 	done
+	sed -e 's|@SBINDIR@|$(SBINDIR)|' systemd/rpage.service.in \
+		> $(DESTDIR)$(SYSTEMDUNITDIR)/rpage.service
+	chmod 0644 $(DESTDIR)$(SYSTEMDUNITDIR)/rpage.service
+	install -m 0644 systemd/90-rpage.rules $(DESTDIR)$(UDEVRULESDIR)/
 
 # What DKMS needs to build rpage.ko on the host that loads it, in the
 # directory DKMS looks in, whatever the PREFIX: dkms.conf, the Kbuild

@@ -172,18 +172,53 @@ check_packages() {
 		echo "#   $out"
 	fi
 
-	# rpage-utils: rpagectl and its man page.
+	# rpage-utils: rpagectl, rpage-setup, their man pages, the unit
+	# (enabled by the package's scripts) and the udev rule.
 	pkg=rpage-utils
 	got=$(deb_files "$(deb_of "$work" $pkg)")
 	out=""
-	for want in ./usr/sbin/rpagectl ./usr/share/man/man8/rpagectl.8.gz; do
+	for want in ./usr/sbin/rpagectl ./usr/share/man/man8/rpagectl.8.gz \
+		./usr/sbin/rpage-setup ./usr/share/man/man8/rpage-setup.8.gz \
+		./lib/systemd/system/rpage.service ./lib/udev/rules.d/90-rpage.rules; do
 		echo "$got" | grep -qxF -- "$want" || out+="no $want; "
 	done
+	dpkg-deb -e "$(deb_of "$work" $pkg)" "$work/$pkg.control"
+	grep -qs "deb-systemd-helper .*enable.*rpage.service" "$work/$pkg.control/postinst" ||
+		out+="postinst does not enable rpage.service; "
 	if [ -z "$out" ]; then
-		tap ok "$pkg: rpagectl and rpagectl(8)"
+		tap ok "$pkg: rpagectl, rpage-setup, their man pages, rpage.service (enabled) and the udev rule"
 	else
-		tap "not ok" "$pkg: rpagectl and rpagectl(8)"
+		tap "not ok" "$pkg: rpagectl, rpage-setup, their man pages, rpage.service (enabled) and the udev rule"
 		echo "#   $out"
+	fi
+
+	# The unit as systemd would load it, from the package's files in a
+	# root that has this host's systemd units (the ones it orders itself
+	# after and is wanted by); any complaint fails it. Its man pages are
+	# checked by rendering them.
+	local root=$work/unit-root
+	mkdir -p "$root/usr/lib" "$root/etc"
+	ln -s usr/lib "$root/lib"
+	ln -s usr/bin "$root/bin"
+	ln -s usr/sbin "$root/sbin"
+	cp -a /usr/lib/systemd "$root/usr/lib/"
+	dpkg-deb -x "$(deb_of "$work" $pkg)" "$root"
+	if ! command -v systemd-analyze > /dev/null; then
+		out="systemd-analyze: not found"
+	else
+		out=$(systemd-analyze verify --man=no --root="$root" \
+			/lib/systemd/system/rpage.service 2>&1) || out+=" (exit status $?)"
+	fi
+	for want in rpagectl rpage-setup; do
+		man -l "$root/usr/share/man/man8/$want.8.gz" 2>&1 > /dev/null |
+			sed "s/^/$want.8: /"
+	done > "$work/man.err"
+	out+=$(cat "$work/man.err")
+	if [ -z "$out" ]; then
+		tap ok "$pkg: systemd-analyze verify finds nothing wrong with rpage.service; the man pages render"
+	else
+		tap "not ok" "$pkg: systemd-analyze verify finds nothing wrong with rpage.service; the man pages render"
+		echo "$out" | sed 's/^/#   /'
 	fi
 
 	# What a VMM author does with librpage-dev and librpage1 installed.
