@@ -8,6 +8,7 @@
 . "$RPAGE_REPO/selftests/guest/ride.sh"
 . "$RPAGE_REPO/selftests/guest/pressure.sh"
 . "$RPAGE_REPO/selftests/guest/vmmove.sh"
+. "$RPAGE_REPO/selftests/guest/persist.sh"
 
 RPING_COUNT=20
 ROGUE=$SELFTESTS/rpage_rogue_peer
@@ -291,6 +292,8 @@ else
 fi
 barrier rping-done
 run_test rpage_unload rpage_unload
+run_test "config_survives_a_reload_on_$RPAGE_NODE" \
+	rt_do "$CFG_BARRIERS" "test_config_survives_reload_$RPAGE_NODE"
 
 run_test rpage_load_two_qps_per_peer rpage_load_pair
 run_test "mutual_connect_on_$RPAGE_NODE" test_mutual_connect
