@@ -48,19 +48,26 @@ int cmd_version(int argc, char **argv)
 	if (argc > 1)
 		return usage_error("version show: unexpected argument '%s'", argv[1]);
 
+	/*
+	 * Without the module (or with one that refuses the handshake) the
+	 * library's version is still printed, as the first thing an
+	 * operator checks; the module is then null, and the status 1.
+	 */
 	fd = open_device(&api);
-	if (fd < 0)
-		return 1;
-	close(fd);
-	read_module_version(modver, sizeof(modver));
-	snprintf(features, sizeof(features), "0x%" PRIx64, (uint64_t)api.features);
-	snprintf(ioctls, sizeof(ioctls), "0x%" PRIx64, (uint64_t)api.ioctls);
+	if (fd >= 0) {
+		close(fd);
+		read_module_version(modver, sizeof(modver));
+		snprintf(features, sizeof(features), "0x%" PRIx64,
+			 (uint64_t)api.features);
+		snprintf(ioctls, sizeof(ioctls), "0x%" PRIx64, (uint64_t)api.ioctls);
+	}
 
 	if (!opt_json) {
 		printf("library %s API %d\n", rpage_lib_version(), RPAGE_API);
-		printf("module %s API %u features %s ioctls %s\n", modver,
-		       api.api, features, ioctls);
-		return 0;
+		if (fd >= 0)
+			printf("module %s API %u features %s ioctls %s\n", modver,
+			       api.api, features, ioctls);
+		return fd < 0;
 	}
 	json_init(&jw, stdout, opt_pretty);
 	json_open_object(&jw, NULL);
@@ -68,15 +75,19 @@ int cmd_version(int argc, char **argv)
 	json_string(&jw, "version", rpage_lib_version());
 	json_uint(&jw, "api", RPAGE_API);
 	json_close_object(&jw);
-	json_open_object(&jw, "module");
-	json_string(&jw, "version", modver);
-	json_uint(&jw, "api", api.api);
-	json_string(&jw, "features", features);
-	json_string(&jw, "ioctls", ioctls);
-	json_close_object(&jw);
+	if (fd >= 0) {
+		json_open_object(&jw, "module");
+		json_string(&jw, "version", modver);
+		json_uint(&jw, "api", api.api);
+		json_string(&jw, "features", features);
+		json_string(&jw, "ioctls", ioctls);
+		json_close_object(&jw);
+	} else {
+		json_null(&jw, "module");
+	}
 	json_close_object(&jw);
 	json_finish(&jw);
-	return 0;
+	return fd < 0;
 }
 
 /* A port number from the command line: 1..65535; 0 or 2 (usage). */

@@ -15,7 +15,12 @@ test_load_handshake_unload() {
 		fail "rpagectl -j version" || return
 	rpage_unload || fail "rmmod rpage" || return
 	[ ! -e /dev/rpage ] || fail "/dev/rpage left after unload" || return
-	! "$RPAGECTL" version || fail "rpagectl version succeeded without the module"
+	! "$RPAGECTL" version || fail "rpagectl version succeeded without the module" || return
+	# The library's version all the same, and no module.
+	"$RPAGECTL" -j version > /tmp/version.json
+	expect_eq "$?" 1 "rpagectl -j version's status without the module" || return
+	jq -e ".library.version == \"$want_version\" and .module == null" < /tmp/version.json ||
+		fail "rpagectl -j version without the module: $(cat /tmp/version.json)"
 }
 
 test_rpagectl_reports_errors() {
@@ -26,7 +31,22 @@ test_rpagectl_reports_errors() {
 	"$RPAGECTL" frobnicate > /dev/null 2>&1
 	[ $? -eq 2 ] || fail "unknown object: want exit 2" || return
 	"$RPAGECTL" device frob > /dev/null 2>&1
-	[ $? -eq 2 ] || fail "unknown command: want exit 2"
+	[ $? -eq 2 ] || fail "unknown command: want exit 2" || return
+	# A batch names the line of its failure, and stops there unless -f;
+	# without the module every command fails.
+	printf '# no module\n\ndevice show\nversion\n' > /tmp/batch
+	msg=$("$RPAGECTL" -b /tmp/batch 2>&1)
+	expect_eq "$?" 1 "batch status" || return
+	echo "$msg" | grep -q '^rpagectl: /tmp/batch:3: /dev/rpage: no such device' ||
+		fail "no FILE:LINE in: $msg" || return
+	! echo "$msg" | grep -q ':4:' || fail "the batch went on past its failure: $msg" || return
+	msg=$("$RPAGECTL" -f -b /tmp/batch 2>&1)
+	expect_eq "$?" 1 "batch -f status" || return
+	echo "$msg" | grep -q '/tmp/batch:4: ' && echo "$msg" | grep -q '2 of its commands failed' ||
+		fail "-f did not go on, or not say how many failed: $msg" || return
+	msg=$(printf 'device "show\n' | "$RPAGECTL" -b - 2>&1)
+	expect_eq "$?" 2 "batch with an open quote" || return
+	echo "$msg" | grep -q '(stdin):1: a quote is not closed' || fail "no open quote in: $msg"
 }
 
 test_device_attached() {
