@@ -15,7 +15,8 @@
 #   make demo-faults          host B faulting in host A's pool
 #   make bench                rpage against its baselines, in QEMU guests
 #   make install              library, headers, rpagectl, man pages, and
-#                             rpage-setup with its systemd unit and udev rule
+#                             rpage-setup with its systemd unit and udev rule,
+#                             bash completion
 #   make install-dkms         the module's sources, for DKMS to build
 #   make deb                  Debian packages (debian/), in build/deb
 
@@ -38,6 +39,7 @@ MANDIR ?= $(PREFIX)/share/man
 # The systemd unit and the udev rule go where Debian 12's systemd and
 # udev look for a package's, whatever the PREFIX (pkg-config systemd
 # --variable=systemdsystemunitdir, and udev's, say so there).
+BASHCOMPDIR ?= $(PREFIX)/share/bash-completion/completions
 SYSTEMDUNITDIR ?= /lib/systemd/system
 UDEVRULESDIR ?= /lib/udev/rules.d
 # The UAPI header is installed as <linux/rpage.h> under a directory of
@@ -215,7 +217,8 @@ bench:
 install: user
 	install -d $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(UAPI_INCLUDEDIR)/linux \
 		$(DESTDIR)$(SBINDIR) $(DESTDIR)$(MANDIR)/man3 $(DESTDIR)$(MANDIR)/man8 \
-		$(DESTDIR)$(SYSTEMDUNITDIR) $(DESTDIR)$(UDEVRULESDIR)
+		$(DESTDIR)$(SYSTEMDUNITDIR) $(DESTDIR)$(UDEVRULESDIR) \
+		$(DESTDIR)$(BASHCOMPDIR)
 	install -m 0755 $(LIB_SO) $(DESTDIR)$(LIBDIR)/
 	ln -sf $(notdir $(LIB_SO)) $(DESTDIR)$(LIBDIR)/$(LIB_SONAME)
 	ln -sf $(LIB_SONAME) $(DESTDIR)$(LIBDIR)/librpage.so
@@ -239,6 +242,7 @@ install: user
 		> $(DESTDIR)$(SYSTEMDUNITDIR)/rpage.service
 	chmod 0644 $(DESTDIR)$(SYSTEMDUNITDIR)/rpage.service
 	install -m 0644 systemd/90-rpage.rules $(DESTDIR)$(UDEVRULESDIR)/
+	install -m 0644 ulib/bash-completion/rpagectl $(DESTDIR)$(BASHCOMPDIR)/
 
 # What DKMS needs to build rpage.ko on the host that loads it, in the
 # directory DKMS looks in, whatever the PREFIX: dkms.conf, the Kbuild

@@ -15,7 +15,7 @@ qemu-system-x86 busybox-static cpio kmod iproute2
 rdma-core ibverbs-utils rdmacm-utils perftest
 libibverbs-dev librdmacm-dev
 sparse gnuplot-nox jq
-dpkg-dev debhelper dh-dkms lintian systemd man-db
+dpkg-dev debhelper dh-dkms lintian systemd man-db bash-completion
 "
 
 missing=""

@@ -119,6 +119,38 @@ else
 	tap "not ok" "the manual pages render in the tree"
 	echo "$out" | sed 's/^/#   /'
 fi
+# rpagectl's bash completion completes what rpagectl takes: objects and
+# options, an object's commands (after an abbreviation too), a command's
+# keywords and a keyword's values.
+comp_out=$(bash -c '
+	. /usr/share/bash-completion/bash_completion && . ulib/bash-completion/rpagectl || exit 1
+	comp() {
+		COMP_WORDS=("$@"); COMP_CWORD=$(( ${#COMP_WORDS[@]} - 1 ))
+		COMP_LINE="$*"; COMP_POINT=${#COMP_LINE}; COMPREPLY=()
+		_rpagectl rpagectl "${COMP_WORDS[COMP_CWORD]}" "${COMP_WORDS[COMP_CWORD - 1]}"
+		echo "$* -> ${COMPREPLY[*]}"
+	}
+	comp rpagectl p
+	comp rpagectl -j ma ""
+	comp rpagectl pe a x ""
+	comp rpagectl peer add x transport ""
+	comp rpagectl map add vm owner roo
+	comp rpagectl po cr 7 w
+	comp rpagectl -b /de
+' 2>&1)
+comp_want='rpagectl p -> peer pool
+rpagectl -j ma  -> add del pull evict show help
+rpagectl pe a x  -> addr port transport loss-timeout
+rpagectl peer add x transport  -> auto rdma tcp loop
+rpagectl map add vm owner roo -> root
+rpagectl po cr 7 w -> writable
+rpagectl -b /de -> /dev'
+if [ "$comp_out" = "$comp_want" ]; then
+	tap ok "rpagectl's bash completion: objects, commands, keywords, values"
+else
+	tap "not ok" "rpagectl's bash completion: objects, commands, keywords, values"
+	diff <(echo "$comp_want") <(echo "$comp_out") | sed 's/^/#   /'
+fi
 # make install's layout and librpage.pc, and make deb's packages, their
 # contents and lintian (about 15 s).
 # shellcheck source=selftests/host/packages.sh

@@ -173,13 +173,14 @@ check_packages() {
 	fi
 
 	# rpage-utils: rpagectl, rpage-setup, their man pages, the unit
-	# (enabled by the package's scripts) and the udev rule.
+	# (enabled by the package's scripts), the udev rule, bash completion.
 	pkg=rpage-utils
 	got=$(deb_files "$(deb_of "$work" $pkg)")
 	out=""
 	for want in ./usr/sbin/rpagectl ./usr/share/man/man8/rpagectl.8.gz \
 		./usr/sbin/rpage-setup ./usr/share/man/man8/rpage-setup.8.gz \
-		./lib/systemd/system/rpage.service ./lib/udev/rules.d/90-rpage.rules; do
+		./lib/systemd/system/rpage.service ./lib/udev/rules.d/90-rpage.rules \
+		./usr/share/bash-completion/completions/rpagectl; do
 		echo "$got" | grep -qxF -- "$want" || out+="no $want; "
 	done
 	dpkg-deb -e "$(deb_of "$work" $pkg)" "$work/$pkg.control"
