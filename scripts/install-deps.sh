@@ -2,7 +2,9 @@
 # SPDX-License-Identifier: GPL-2.0
 #
 # Install every Debian 12 package that building rpage, its tests, the
-# demo, the benchmarks and its Debian packages (make deb) need.
+# demo, the benchmarks and its Debian packages (make deb) need; libvirt
+# for the check of the admin guide's libvirt domain (its daemons are not
+# started by the checks).
 # Idempotent; run as root.
 set -eu
 
@@ -16,6 +18,7 @@ rdma-core ibverbs-utils rdmacm-utils perftest
 libibverbs-dev librdmacm-dev
 sparse gnuplot-nox jq
 dpkg-dev debhelper dh-dkms lintian systemd man-db bash-completion
+libvirt-clients libvirt-daemon-driver-qemu libvirt-daemon-system
 "
 
 missing=""

@@ -151,6 +151,30 @@ else
 	tap "not ok" "rpagectl's bash completion: objects, commands, keywords, values"
 	diff <(echo "$comp_want") <(echo "$comp_out") | sed 's/^/#   /'
 fi
+# The admin guide's libvirt domain validates against libvirt's schema,
+# and libvirt turns it into the QEMU arguments the demo runs its VM with:
+# the guest RAM a shared file backend on the named mapping's node, as the
+# machine's memory. libvirt's QEMU driver runs embedded, in a directory
+# of its own: no daemon, nothing of the host's libvirt touched.
+xml=Documentation/admin-guide/rpage-libvirt.xml
+lv=$(mktemp -d)
+out=$( { virt-xml-validate "$xml" &&
+	virsh -q -c "qemu:///embed?root=$lv" domxml-to-native qemu-argv "$xml"; } 2>&1)
+rm -rf "$lv"
+argv=$(echo "$out" | tail -n 1)
+missing=""
+for want in ' -m 64 ' \
+	' -object memory-backend-file,id=rpage-ram,size=64M,mem-path=/dev/rpage-map/vm1,share=on ' \
+	' -machine memory-backend=rpage-ram'; do
+	case "$argv " in *"$want"*) ;; *) missing+="'$want' " ;; esac
+done
+if [ -z "$missing" ] && echo "$out" | grep -q "validates$"; then
+	tap ok "the libvirt domain validates and gives QEMU the named mapping as guest RAM"
+else
+	tap "not ok" "the libvirt domain validates and gives QEMU the named mapping as guest RAM"
+	echo "#   missing: $missing"
+	echo "$out" | tail -n 5 | sed 's/^/#   /'
+fi
 # make install's layout and librpage.pc, and make deb's packages, their
 # contents and lintian (about 15 s).
 # shellcheck source=selftests/host/packages.sh
