@@ -111,8 +111,9 @@ $(LIB_SO): $(O_USER)/librpage.pic.o ulib/librpage.map
 $(LIB_A): $(O_USER)/librpage.o
 	$(AR) rcs $@ $^
 
+# -pthread: map pull's progress reads the mapping while the pull waits.
 $(RPAGECTL): $(CTL_OBJS) $(LIB_A)
-	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^
+	$(CC) $(CFLAGS) $(LDFLAGS) -pthread -o $@ $^
 
 # The kernel's own kselftest harness, taken from Debian's linux-source
 # tarball at build time (never committed).

@@ -13,9 +13,11 @@
 #include <errno.h>
 #include <grp.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <pwd.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "rpagectl.h"
@@ -297,20 +299,102 @@ static int map_open_named(const char *what, const char *name,
 	return fd;
 }
 
+/* A pull waited for, run by a thread of its own: see pull_wait(). */
+struct pull_call {
+	int fd;
+	struct rpage_prefetch pf;
+	int ret;
+	bool done;	/* a hint for the progress loop: the join is what counts */
+};
+
+static void *pull_thread(void *arg)
+{
+	struct pull_call *call = arg;
+
+	call->ret = rpage_map_prefetch(call->fd, &call->pf);
+	__atomic_store_n(&call->done, true, __ATOMIC_RELEASE);
+	return NULL;
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* The pages of the named mapping @name that are here, or -1. */
+static int64_t pages_local(int fd, const char *name)
+{
+	struct rpage_map_info info;
+
+	if (find_named_entry(fd, rpage_map_list, sizeof(info), name, &info))
+		return -1;
+	return (int64_t)info.pages_local;
+}
+
+/*
+ * RPAGE_IOC_MAP_PREFETCH of @call, waiting for the pull to end; on a
+ * terminal, a line on standard error meanwhile says how far it got, how
+ * fast and how long it has left, read from the mapping's pages here
+ * twice a second.
+ */
+static void pull_wait(struct pull_call *call, const char *name, uint64_t pages)
+{
+	bool progress = !opt_json && isatty(STDERR_FILENO);
+	double t0 = now_s(), shown = 0, rate;
+	int64_t first = -1, local;
+	pthread_t thread;
+
+	call->done = false;
+	if (!progress || pthread_create(&thread, NULL, pull_thread, call)) {
+		pull_thread(call);
+		return;
+	}
+	while (!__atomic_load_n(&call->done, __ATOMIC_ACQUIRE)) {
+		usleep(20000);
+		if (now_s() - shown < 0.5)
+			continue;
+		shown = now_s();
+		local = pages_local(call->fd, name);
+		if (local < 0)
+			continue;
+		if (first < 0)
+			first = local;
+		rate = (double)(local - first) / (shown - t0);
+
+		fprintf(stderr, "\r%s: %" PRId64 "/%" PRIu64 " pages (%.0f%%), %.1f MiB/s",
+			name, local, pages, pages ? 100.0 * (double)local / (double)pages : 100.0,
+			rate * (double)page_size() / (1 << 20));
+		if (rate > 0)
+			fprintf(stderr, ", %.0fs left",
+				(double)(pages - (uint64_t)local) / rate);
+		fprintf(stderr, "\033[K");
+	}
+	pthread_join(thread, NULL);
+	if (shown)
+		fprintf(stderr, "\r\033[K");
+}
+
 /*
  * map pull NAME [depth D] [wait]: fetches every page not here yet, in
  * the background (demand faults first), or waiting with 'wait', and
  * keeps every page from then on (reclaim drops none); once all are here
- * the mapping needs its peer no more.
+ * the mapping needs its peer no more. With 'wait', a summary at the end
+ * (and progress meanwhile, on a terminal).
  */
 static int map_pull(int argc, char **argv)
 {
 	const char *what = "map pull";
-	struct rpage_map_info info;
-	struct rpage_prefetch pf;
+	struct rpage_map_info info, after;
+	struct pull_call call;
+	struct rpage_prefetch *pf = &call.pf;
 	char subject[RPAGE_NAME_MAX + 16];
-	uint64_t depth = 0;
+	uint64_t depth = 0, pages;
+	struct json_writer jw;
 	bool wait = false;
+	double t0, secs;
 	int fd, ret;
 
 	if (argc < 1)
@@ -333,25 +417,58 @@ static int map_pull(int argc, char **argv)
 	fd = map_open_named(what, argv[0], &info);
 	if (fd < 0)
 		return 1;
-	memset(&pf, 0, sizeof(pf));
-	pf.map_id = info.map_id;
-	pf.depth = depth;
-	pf.length = info.length;
+	pages = info.length / page_size();
+	memset(&call, 0, sizeof(call));
+	call.fd = fd;
+	pf->map_id = info.map_id;
+	pf->depth = depth;
+	pf->length = info.length;
 	/* Pulled pages stay: reclaim would have to read them from the peer. */
-	pf.flags = RPAGE_PREFETCH_KEEP | (wait ? RPAGE_PREFETCH_WAIT : 0);
-	ret = rpage_map_prefetch(fd, &pf);
+	pf->flags = RPAGE_PREFETCH_KEEP | (wait ? RPAGE_PREFETCH_WAIT : 0);
+	t0 = now_s();
+	pull_wait(&call, info.name, pages);
+	ret = call.ret;
 	if (ret == -EINVAL) {
 		/* A module without RPAGE_FEATURE_RECLAIM keeps every page. */
-		pf.flags &= ~RPAGE_PREFETCH_KEEP;
-		ret = rpage_map_prefetch(fd, &pf);
+		pf->flags &= ~RPAGE_PREFETCH_KEEP;
+		pull_wait(&call, info.name, pages);
+		ret = call.ret;
 	}
-	close(fd);
-	if (ret)
+	secs = now_s() - t0;
+	if (ret) {
+		close(fd);
 		return fail_cmd(what, argv[0], -ret, ret == -ENOTCONN && !info.peer[0] ?
 				"its peer was deleted: the pages not here are lost" : NULL);
-	if (wait && pf.failed) {
+	}
+	if (!wait) {
+		close(fd);
+		return 0;
+	}
+	/* What is here now, for the summary. */
+	if (find_named_entry(fd, rpage_map_list, sizeof(after), argv[0], &after))
+		after.pages_local = 0;
+	close(fd);
+	if (opt_json) {
+		json_init(&jw, stdout, opt_pretty);
+		json_open_object(&jw, NULL);
+		json_string(&jw, "name", info.name);
+		json_uint(&jw, "queued", pf->queued);
+		json_uint(&jw, "failed", pf->failed);
+		json_uint(&jw, "pages_local", after.pages_local);
+		json_uint(&jw, "pages", pages);
+		json_uint(&jw, "ms", (uint64_t)(secs * 1000 + 0.5));
+		json_close_object(&jw);
+		json_finish(&jw);
+	} else {
+		printf("%s queued %" PRIu64 " failed %" PRIu64 " local %" PRIu64 "/%" PRIu64
+		       " time %.3fs rate %.1fMiB/s\n", info.name, (uint64_t)pf->queued,
+		       (uint64_t)pf->failed, (uint64_t)after.pages_local, pages, secs,
+		       secs > 0 ? (double)(pf->queued - pf->failed) * (double)page_size() /
+				  (1 << 20) / secs : 0.0);
+	}
+	if (pf->failed) {
 		fail("%s: %" PRIu64 " of %" PRIu64 " pages could not be read",
-		     subject, (uint64_t)pf.failed, (uint64_t)pf.queued);
+		     subject, (uint64_t)pf->failed, (uint64_t)pf->queued);
 		return 1;
 	}
 	return 0;

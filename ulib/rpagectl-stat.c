@@ -2,8 +2,9 @@
 /*
  * rpagectl: the `stat` object: the counters and latency histograms of
  * reads and writes, by peer and by RDMA device, and of the page faults
- * of remote mappings, by peer.
+ * of remote mappings, by peer and by named mapping.
  */
+#include <errno.h>
 #include <inttypes.h>
 #include <stddef.h>
 #include <stdlib.h>
@@ -15,9 +16,10 @@
 
 static void stat_usage(void)
 {
-	puts("Usage: rpagectl stat [ show ] [ peer [ NAME ] | device [ NAME ] ]\n"
-	     "NAME := a peer's name (rpagectl peer show) or an RDMA device's\n"
-	     "        (rpagectl device show); both kinds when neither is given");
+	puts("Usage: rpagectl stat [ show ] [ peer [ NAME ] | device [ NAME ] | map [ NAME ] ]\n"
+	     "NAME := a peer's name (rpagectl peer show), an RDMA device's\n"
+	     "        (rpagectl device show) or a named mapping's (rpagectl map show);\n"
+	     "        peers and devices when none is given");
 }
 
 /* The percentiles of the latency histogram `stat show` reports. */
@@ -233,12 +235,101 @@ static void device_stats_print(struct json_writer *jw,
 	json_close_object(jw);
 }
 
-enum { STAT_SHOW, STAT_PEER, STAT_DEVICE, STAT_HELP };
+enum { STAT_SHOW, STAT_PEER, STAT_DEVICE, STAT_MAP, STAT_HELP };
 
 static const char *const stat_words[] = {
 	[STAT_SHOW] = "show", [STAT_PEER] = "peer", [STAT_DEVICE] = "device",
-	[STAT_HELP] = "help", NULL,
+	[STAT_MAP] = "map", [STAT_HELP] = "help", NULL,
 };
+
+/*
+ * stat [ show ] map [ NAME ]: the fault-path counters of each named
+ * mapping (a VM's guest RAM), or of the one called @name: a line with
+ * its name, id and peer, then its "fault" line, as a peer's.
+ */
+static int stat_maps(int fd, const char *name)
+{
+	struct rpage_map_stats *sts = NULL;
+	struct rpage_map_info *maps;
+	struct json_writer jw;
+	bool found = false;
+	void *buf = NULL;
+	int count, ret = 0;
+
+	count = fetch_list(fd, rpage_map_list, sizeof(*maps), &buf);
+	maps = buf;
+	if (count < 0)
+		return fail_cmd("stat map", name, -count, NULL);
+	if (count)
+		sts = calloc((size_t)count, sizeof(*sts));
+	if (count && !sts) {
+		free(maps);
+		return fail_cmd("stat map", name, ENOMEM, NULL);
+	}
+	/* Every counter is read before anything is printed. */
+	for (int i = 0; i < count; i++) {
+		struct rpage_map_info *m = &maps[i];
+
+		m->name[sizeof(m->name) - 1] = '\0';
+		m->peer[sizeof(m->peer) - 1] = '\0';
+		if (name && strcmp(m->name, name))
+			continue;
+		sts[i].map_id = m->map_id;
+		ret = rpage_map_stats(fd, &sts[i]);
+		if (!ret) {
+			found = true;
+			continue;
+		}
+		/* Deleted since the list was read: it has no counters left. */
+		sts[i].map_id = 0;
+		if (ret != -ENOENT) {
+			fail_cmd("stat map", m->name, -ret, NULL);
+			goto out;
+		}
+	}
+	ret = 0;
+	if (name && !found) {
+		fail("stat map: no named mapping %s", name);
+		ret = 1;
+		goto out;
+	}
+
+	if (opt_json) {
+		json_init(&jw, stdout, opt_pretty);
+		json_open_object(&jw, NULL);
+		json_open_array(&jw, "maps");
+	}
+	for (int i = 0; i < count; i++) {
+		const struct rpage_map_info *m = &maps[i];
+
+		if (!sts[i].map_id)
+			continue;
+		if (!opt_json) {
+			printf("map %s id %" PRIu64 " peer %s\n", m->name,
+			       (uint64_t)m->map_id, m->peer[0] ? m->peer : "(deleted)");
+			fault_stats_print(NULL, &sts[i].stats);
+			continue;
+		}
+		json_open_object(&jw, NULL);
+		json_string(&jw, "name", m->name);
+		json_uint(&jw, "id", m->map_id);
+		if (m->peer[0])
+			json_string(&jw, "peer", m->peer);
+		else
+			json_null(&jw, "peer");
+		fault_stats_print(&jw, &sts[i].stats);
+		json_close_object(&jw);
+	}
+	if (opt_json) {
+		json_close_array(&jw);
+		json_close_object(&jw);
+		json_finish(&jw);
+	}
+out:
+	free(maps);
+	free(sts);
+	return ret ? 1 : 0;
+}
 
 /* fetch_stats() reads the names of these lists' entries from their start. */
 _Static_assert(offsetof(struct rpage_peer_stats, name) == 0 &&
@@ -388,6 +479,8 @@ int cmd_stat(int argc, char **argv)
 			which = STAT_PEER;
 		else if (matches(argv[i], "device"))
 			which = STAT_DEVICE;
+		else if (matches(argv[i], "map"))
+			which = STAT_MAP;
 		else
 			return usage_error("stat show: unexpected argument '%s'", argv[i]);
 		i++;
@@ -401,6 +494,11 @@ int cmd_stat(int argc, char **argv)
 	fd = open_device(&api);
 	if (fd < 0)
 		return 1;
+	if (which == STAT_MAP) {
+		ret = stat_maps(fd, name);
+		close(fd);
+		return ret;
+	}
 	ret = stat_show(fd, which, name,
 			api.ioctls & (1ULL << _RPAGE_PEER_FAULT_STATS));
 	close(fd);

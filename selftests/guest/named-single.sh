@@ -371,9 +371,21 @@ named_pulled_and_partial() {
 	"$RPAGECTL" map add pulled peer self pool "$NAMED_POOL" || return
 	"$RPAGECTL" map add partial peer self pool "$NAMED_POOL" || return
 	wait_until 10 test -c /dev/rpage-map/partial || return
-	"$RPAGECTL" map pull pulled wait || fail "map pull" || return
+	"$RPAGECTL" -j map pull pulled wait > /tmp/pull.json || fail "map pull" || return
 	"$RPAGECTL" map show
 	expect_eq "$(named_field pulled pages_local)" $((NAMED_SIZE / 4096)) "pages local after the pull" || return
+	# Its summary, and the mapping's own counters: every page read by
+	# the pull, none by a fault.
+	jq -e ".name == \"pulled\" and .queued == $((NAMED_SIZE / 4096)) and .failed == 0 and
+		.pages_local == $((NAMED_SIZE / 4096)) and .pages == $((NAMED_SIZE / 4096)) and .ms > 0" \
+		< /tmp/pull.json || fail "map pull's summary: $(cat /tmp/pull.json)" || return
+	"$RPAGECTL" stat map pulled
+	"$RPAGECTL" -j stat map pulled |
+		jq -e ".maps | length == 1 and .[0].name == \"pulled\" and .[0].peer == \"self\" and
+			.[0].fault.prefetched == $((NAMED_SIZE / 4096)) and .[0].fault.faults == 0" ||
+		fail "stat map pulled: $("$RPAGECTL" -j stat map pulled)" || return
+	! "$RPAGECTL" stat map nosuch 2> /tmp/err || fail "stat of an unknown mapping worked" || return
+	grep -q "no named mapping nosuch" /tmp/err || fail "no clear message: $(cat /tmp/err)" || return
 	expect_eq "$(named_field pulled depends)" no "depends on its peer" || return
 	$NODE_TOOL dump /dev/rpage-map/partial 0 $((1 << 20)) |
 		"$NAMED_PATTERN" check-file "$NAMED_POOL" - > /dev/null || fail "partial's first MiB"
@@ -455,7 +467,12 @@ test_named_pull_then_peer_deleted() {
 	expect_eq "$(named_field pulled pages_local)" $((NAMED_SIZE / 4096)) "pages local after the refused eviction" || return
 	named_after_the_loss "a refused eviction" || return
 	named_writes_without_a_peer || return
-	"$RPAGECTL" map pull pulled wait || fail "a pull of a mapping with every page here" || return
+	"$RPAGECTL" map pull pulled wait > /tmp/pull.txt ||
+		fail "a pull of a mapping with every page here" || return
+	grep -Eq "^pulled queued 0 failed 0 local $((NAMED_SIZE / 4096))/$((NAMED_SIZE / 4096)) time [0-9.]+s rate [0-9.]+MiB/s$" \
+		/tmp/pull.txt || fail "the summary of a pull of nothing: $(cat /tmp/pull.txt)" || return
+	"$RPAGECTL" -j stat map | jq -e '.maps[] | select(.name == "pulled") | .peer == null' ||
+		fail "a mapping's peer after peer del, in stat map: $("$RPAGECTL" -j stat map)" || return
 	"$RPAGECTL" map del pulled && "$RPAGECTL" map del partial || return
 	# The next test wants the peer back, and the pool gone.
 	"$RPAGECTL" peer add self addr "$RPAGE_IP" || return
