@@ -46,8 +46,15 @@
 #define RPAGE_XFER_SPIN_NS	(1000 * NSEC_PER_USEC)
 /* Completions reaped per poll. */
 #define RPAGE_XFER_BATCH	16
-/* A sleeping poller looks at its deadlines at least this often. */
-#define RPAGE_XFER_SLEEP_MAX	(HZ / 10)
+/*
+ * A sleeping poller looks at its deadlines at least this often: a second,
+ * as over TCP, so that a long io_timeout_ms is no hung task. Nothing else
+ * needs the timer: its own completions, a failed queue pair's flushed
+ * ones and the interrupt it asked for wake it, and a closed connection
+ * wakes everyone. A shorter one woke a transfer that waited long (on a
+ * slow or loaded host) for nothing, once per period.
+ */
+#define RPAGE_XFER_SLEEP_MAX	HZ
 /* Work requests one transfer has in flight at most. */
 #define RPAGE_XFER_SLOTS	64
 /* A killed task's work requests get this long to complete normally. */
