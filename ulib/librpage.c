@@ -10,6 +10,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <net/if.h>
 #include <netinet/in.h>
 #include <stdint.h>
@@ -392,4 +393,143 @@ RPAGE_EXPORT int rpage_addr_format(const struct rpage_addr *a, char *buf,
 		return rpage_error(ENOSPC);
 	memcpy(buf, text, n + 1);
 	return 0;
+}
+
+RPAGE_EXPORT int rpage_list_all(int fd, int (*list_fn)(int, struct rpage_list *),
+				size_t entry_size, void **entries)
+{
+	struct rpage_list list;
+	__u32 capacity = 0;
+	void *buf = NULL, *bigger;
+	int ret;
+
+	if (!entries)
+		return rpage_error(EINVAL);
+	*entries = NULL;
+	if (!list_fn || !entry_size)
+		return rpage_error(EINVAL);
+	/* The list may grow between the count and the fetch: again then. */
+	for (;;) {
+		memset(&list, 0, sizeof(list));
+		list.capacity = capacity;
+		list.entries = (__u64)(uintptr_t)buf;
+		ret = list_fn(fd, &list);
+		if (ret < 0) {
+			free(buf);
+			return ret;
+		}
+		if (list.count <= capacity)
+			break;
+		if (list.count > INT_MAX || list.count > SIZE_MAX / entry_size) {
+			free(buf);
+			return rpage_error(EOVERFLOW);
+		}
+		capacity = list.count;
+		bigger = realloc(buf, (size_t)capacity * entry_size);
+		if (!bigger) {
+			free(buf);
+			return rpage_error(ENOMEM);
+		}
+		buf = bigger;
+	}
+	if (!list.count) {
+		free(buf);
+		buf = NULL;
+	}
+	*entries = buf;
+	return (int)list.count;
+}
+
+RPAGE_EXPORT int rpage_peer_find(int fd, const char *name,
+				 struct rpage_peer_info *info)
+{
+	struct rpage_peer_info *peers;
+	void *buf;
+	int count, i, ret = -ENOENT;
+
+	if (!name || !info)
+		return rpage_error(EINVAL);
+	count = rpage_list_all(fd, rpage_peer_list, sizeof(*peers), &buf);
+	if (count < 0)
+		return count;
+	peers = buf;
+	for (i = 0; i < count; i++) {
+		if (!strncmp(peers[i].name, name, sizeof(peers[i].name))) {
+			*info = peers[i];
+			ret = 0;
+			break;
+		}
+	}
+	free(buf);
+	return ret ? rpage_error(-ret) : 0;
+}
+
+/* The name of @val in @names (@count of them, NULL for gaps), or NULL. */
+static const char *rpage_name_of(const char *const *names, size_t count,
+				 __u32 val)
+{
+	return val < count ? names[val] : NULL;
+}
+
+#define RPAGE_NAME_OF(names, val) \
+	rpage_name_of(names, sizeof(names) / sizeof(names[0]), val)
+
+RPAGE_EXPORT const char *rpage_peer_state_name(__u32 state)
+{
+	static const char *const names[] = {
+		[RPAGE_PEER_CONNECTING] = "connecting",
+		[RPAGE_PEER_CONNECTED] = "connected",
+		[RPAGE_PEER_RECONNECTING] = "reconnecting",
+		[RPAGE_PEER_FAILED] = "failed",
+	};
+
+	return RPAGE_NAME_OF(names, state);
+}
+
+RPAGE_EXPORT const char *rpage_transport_name(__u32 transport)
+{
+	static const char *const names[] = {
+		[RPAGE_TRANSPORT_AUTO] = "auto",
+		[RPAGE_TRANSPORT_RDMA] = "rdma",
+		[RPAGE_TRANSPORT_LOOP] = "loop",
+		[RPAGE_TRANSPORT_TCP] = "tcp",
+	};
+
+	return RPAGE_NAME_OF(names, transport);
+}
+
+RPAGE_EXPORT const char *rpage_reject_name(__u32 reason)
+{
+	static const char *const names[] = {
+		[RPAGE_REJECT_NONE] = "none",
+		[RPAGE_REJECT_UNKNOWN_PEER] = "unknown-peer",
+		[RPAGE_REJECT_VERSION] = "version",
+		[RPAGE_REJECT_BAD_HELLO] = "bad-hello",
+		[RPAGE_REJECT_NO_RESOURCES] = "no-resources",
+		[RPAGE_REJECT_UNSPECIFIED] = "unspecified",
+		[RPAGE_REJECT_TRANSPORT] = "transport",
+	};
+
+	return RPAGE_NAME_OF(names, reason);
+}
+
+RPAGE_EXPORT const char *rpage_endpoint_state_name(__u32 state)
+{
+	static const char *const names[] = {
+		[RPAGE_ENDPOINT_LISTENING] = "listening",
+		[RPAGE_ENDPOINT_DOWN] = "down",
+	};
+
+	return RPAGE_NAME_OF(names, state);
+}
+
+RPAGE_EXPORT const char *rpage_pool_kind_name(__u32 kind)
+{
+	static const char *const names[] = {
+		[RPAGE_POOL_KERNEL] = "kernel",
+		[RPAGE_POOL_USER] = "user",
+		[RPAGE_POOL_FILE] = "file",
+	};
+
+	return RPAGE_NAME_OF(names, kind);
 }

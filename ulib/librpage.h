@@ -5,7 +5,10 @@
  * Every call that can fail returns 0 (or a non-negative value where
  * documented) on success and a negative errno value on failure; errno is
  * left as the failing system call set it. The library keeps no state of
- * its own: the file descriptor is the caller's.
+ * its own: the file descriptor is the caller's. Threads may share one:
+ * each call is one system call (two for rpage_map() and rpage_unmap(),
+ * and the fetches of rpage_list_all()), and the module serializes what
+ * must be.
  */
 #ifndef LIBRPAGE_H
 #define LIBRPAGE_H
@@ -209,6 +212,40 @@ int rpage_addr_parse(const char *text, __u16 port, struct rpage_addr *out);
  * @len is too small (RPAGE_ADDR_STRLEN always suffices).
  */
 int rpage_addr_format(const struct rpage_addr *a, char *buf, size_t len);
+
+/*
+ * (1.5) A whole list: calls @list_fn (rpage_peer_list, rpage_map_list,
+ * ...: any RPAGE_IOC_*_LIST call) with room for every entry, growing it
+ * while the list grows between calls, into a new array of @entry_size
+ * bytes an entry (the struct the list's entries are) at *@entries,
+ * which the caller frees (NULL when the list is empty). Returns the
+ * number of entries, or a negative errno (*@entries NULL then).
+ */
+int rpage_list_all(int fd, int (*list_fn)(int, struct rpage_list *),
+		   size_t entry_size, void **entries);
+
+/*
+ * (1.5) The peer called @name, into @info: 0, -ENOENT if there is none,
+ * or another negative errno.
+ */
+int rpage_peer_find(int fd, const char *name, struct rpage_peer_info *info);
+
+/*
+ * (1.5) The names rpagectl prints for the values of the UAPI's enums:
+ * a peer's state (RPAGE_PEER_*: "connecting", "connected",
+ * "reconnecting", "failed"), a transport (RPAGE_TRANSPORT_*: "auto",
+ * "rdma", "loop", "tcp"), why a peer refused a connection
+ * (RPAGE_REJECT_*: "none", "unknown-peer", "version", "bad-hello",
+ * "no-resources", "unspecified", "transport"), an endpoint's state
+ * (RPAGE_ENDPOINT_*: "listening", "down") and a pool's kind
+ * (RPAGE_POOL_KERNEL, _USER, _FILE: "kernel", "user", "file"). NULL for
+ * a value this library does not know (a newer module's).
+ */
+const char *rpage_peer_state_name(__u32 state);
+const char *rpage_transport_name(__u32 transport);
+const char *rpage_reject_name(__u32 reason);
+const char *rpage_endpoint_state_name(__u32 state);
+const char *rpage_pool_kind_name(__u32 kind);
 
 #ifdef __cplusplus
 }

@@ -164,35 +164,18 @@ static void format_errno(__u32 raw, char *buf, size_t len)
 #endif
 }
 
-static const char *const endpoint_states[] = {
-	[RPAGE_ENDPOINT_LISTENING] = "listening",
-	[RPAGE_ENDPOINT_DOWN] = "down",
-};
+/* A name of the library's, or "unknown" for a value it does not know. */
+static const char *known(const char *name)
+{
+	return name ? name : "unknown";
+}
 
 /* A module without RPAGE_FEATURE_TRANSPORT reports 0: it has only RDMA. */
-static const char *const transports[] = {
-	[RPAGE_TRANSPORT_AUTO] = "rdma",
-	[RPAGE_TRANSPORT_RDMA] = "rdma",
-	[RPAGE_TRANSPORT_LOOP] = "loop",
-	[RPAGE_TRANSPORT_TCP] = "tcp",
-};
-
-static const char *const peer_states[] = {
-	[RPAGE_PEER_CONNECTING] = "connecting",
-	[RPAGE_PEER_CONNECTED] = "connected",
-	[RPAGE_PEER_RECONNECTING] = "reconnecting",
-	[RPAGE_PEER_FAILED] = "failed",
-};
-
-static const char *const reject_reasons[] = {
-	[RPAGE_REJECT_NONE] = "none",
-	[RPAGE_REJECT_UNKNOWN_PEER] = "unknown-peer",
-	[RPAGE_REJECT_VERSION] = "version",
-	[RPAGE_REJECT_BAD_HELLO] = "bad-hello",
-	[RPAGE_REJECT_NO_RESOURCES] = "no-resources",
-	[RPAGE_REJECT_UNSPECIFIED] = "unspecified",
-	[RPAGE_REJECT_TRANSPORT] = "transport",
-};
+static const char *peer_transport(__u32 transport)
+{
+	return transport == RPAGE_TRANSPORT_AUTO ? "rdma" :
+	       known(rpage_transport_name(transport));
+}
 
 static void format_guid(char *buf, size_t len, uint64_t guid)
 {
@@ -211,7 +194,7 @@ static int device_show(int fd)
 	char guid[32];
 	int count;
 
-	count = fetch_list(fd, rpage_device_list, sizeof(*infos), &buf);
+	count = rpage_list_all(fd, rpage_device_list, sizeof(*infos), &buf);
 	infos = buf;
 	if (count < 0)
 		return fail_cmd("device show", NULL, -count, NULL);
@@ -314,7 +297,7 @@ static void endpoint_print(struct json_writer *jw,
 		json_open_object(jw, NULL);
 	print_str(jw, "addr", NULL, addr);
 	print_u64(jw, "port", "port", info->addr.port);
-	print_str(jw, "state", "state", NAME_OF(endpoint_states, info->state));
+	print_str(jw, "state", "state", known(rpage_endpoint_state_name(info->state)));
 	print_str(jw, "transport", "transport",
 		  endpoint_transports(info->transport));
 	print_u64(jw, "accepted", "accepted", info->accepted);
@@ -336,7 +319,7 @@ static int endpoint_show(int fd)
 	struct json_writer jw;
 	int count;
 
-	count = fetch_list(fd, rpage_endpoint_list, sizeof(*infos), &buf);
+	count = rpage_list_all(fd, rpage_endpoint_list, sizeof(*infos), &buf);
 	infos = buf;
 	if (count < 0)
 		return fail_cmd("endpoint show", NULL, -count, NULL);
@@ -516,9 +499,9 @@ static void peer_print(struct json_writer *jw, const struct rpage_peer_info *inf
 	print_u64(jw, "id", "id", info->id);
 	print_str(jw, "addr", "addr", addr);
 	print_u64(jw, "port", "port", info->addr.port);
-	print_str(jw, "state", "state", NAME_OF(peer_states, info->state));
+	print_str(jw, "state", "state", known(rpage_peer_state_name(info->state)));
 	print_str(jw, "transport", "transport",
-		  NAME_OF(transports, info->transport));
+		  peer_transport(info->transport));
 	if (jw) {
 		json_uint(jw, "qps", info->qps);
 		json_uint(jw, "qps_connected", info->qps_connected);
@@ -531,7 +514,7 @@ static void peer_print(struct json_writer *jw, const struct rpage_peer_info *inf
 	print_u64(jw, "connects", "connects", info->connects);
 	print_u64(jw, "rejects", "rejects", info->rejects);
 	print_str(jw, "last_reject", "last-reject",
-		  NAME_OF(reject_reasons, info->last_reject));
+		  known(rpage_reject_name(info->last_reject)));
 	print_str(jw, "last_error", "last-error", error);
 	if (st) {
 		if (!jw)
@@ -563,12 +546,12 @@ static int peer_show(int fd, const char *name)
 	void *buf = NULL;
 	int count, nr_st;
 
-	count = fetch_list(fd, rpage_peer_list, sizeof(*infos), &buf);
+	count = rpage_list_all(fd, rpage_peer_list, sizeof(*infos), &buf);
 	infos = buf;
 	if (count < 0)
 		return fail_cmd("peer show", name, -count, NULL);
 	buf = NULL;
-	nr_st = fetch_list(fd, rpage_peer_status, sizeof(*sts), &buf);
+	nr_st = rpage_list_all(fd, rpage_peer_status, sizeof(*sts), &buf);
 	sts = buf;
 	if (nr_st == -ENOTTY) {
 		nr_st = 0;	/* an older module: no status to show */

@@ -94,7 +94,7 @@ static uint64_t remote_pool_length(int fd, const char *peer, uint64_t id)
 	uint64_t length = 0;
 	int count;
 
-	count = fetch_list(fd, rpage_remote_pool_list, sizeof(*infos), &buf);
+	count = rpage_list_all(fd, rpage_remote_pool_list, sizeof(*infos), &buf);
 	infos = buf;
 	for (int i = 0; i < count; i++)
 		if (!strncmp(infos[i].peer, peer, sizeof(infos[i].peer)) &&
@@ -618,7 +618,7 @@ static int map_show(const char *name)
 	fd = open_device(NULL);
 	if (fd < 0)
 		return 1;
-	count = fetch_list(fd, rpage_map_list, sizeof(*infos), &buf);
+	count = rpage_list_all(fd, rpage_map_list, sizeof(*infos), &buf);
 	close(fd);
 	infos = buf;
 	if (count < 0)

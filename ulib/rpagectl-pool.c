@@ -27,11 +27,6 @@ static const struct {
 
 #define NR_POOL_FLAGS (sizeof(pool_flag_names) / sizeof(pool_flag_names[0]))
 
-static const char *const pool_kinds[] = {
-	[RPAGE_POOL_KERNEL] = "kernel",
-	[RPAGE_POOL_USER] = "user",
-	[RPAGE_POOL_FILE] = "file",
-};
 
 /*
  * Pool flags as text: their names joined by ',', bits without a name in
@@ -162,7 +157,7 @@ static void explain_pool_eperm(int fd, uint64_t id, char *buf, size_t len)
 	int count;
 
 	snprintf(buf, len, "needs CAP_SYS_ADMIN");
-	count = fetch_list(fd, rpage_pool_list, sizeof(*infos), &entries);
+	count = rpage_list_all(fd, rpage_pool_list, sizeof(*infos), &entries);
 	infos = entries;
 	for (int i = 0; i < count; i++) {
 		if (infos[i].id == id && infos[i].kind == RPAGE_POOL_USER) {
@@ -303,11 +298,11 @@ static int pool_show(int fd)
 	const char *kind;
 	int count, nr_peers, nr_names;
 
-	count = fetch_list(fd, rpage_pool_list, sizeof(*infos), &buf);
+	count = rpage_list_all(fd, rpage_pool_list, sizeof(*infos), &buf);
 	infos = buf;
 	if (count < 0)
 		return fail_cmd("pool show", NULL, -count, NULL);
-	nr_peers = fetch_list(fd, rpage_peer_list, sizeof(*peers), &pbuf);
+	nr_peers = rpage_list_all(fd, rpage_peer_list, sizeof(*peers), &pbuf);
 	peers = pbuf;
 	if (nr_peers < 0) {
 		free(infos);
@@ -321,7 +316,7 @@ static int pool_show(int fd)
 	for (int i = 0; i < count; i++) {
 		const struct rpage_pool_info *info = &infos[i];
 
-		kind = NAME_OF(pool_kinds, info->kind);
+		kind = rpage_pool_kind_name(info->kind) ?: "unknown";
 		nr_names = 0;
 		if (info->flags & RPAGE_POOL_SCOPED) {
 			nr_names = pool_peer_names(fd, info->id, peers, nr_peers,
@@ -383,7 +378,7 @@ static int remote_pool_show(int fd)
 	char flags[64];
 	int count;
 
-	count = fetch_list(fd, rpage_remote_pool_list, sizeof(*infos), &buf);
+	count = rpage_list_all(fd, rpage_remote_pool_list, sizeof(*infos), &buf);
 	infos = buf;
 	if (count < 0)
 		return fail_cmd("pool show remote", NULL, -count, NULL);

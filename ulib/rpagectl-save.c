@@ -48,19 +48,6 @@ static void format_seconds(uint32_t ms, char *buf, size_t len)
 		buf[--n] = '\0';
 }
 
-static const char *transport_word(__u32 transport)
-{
-	switch (transport) {
-	case RPAGE_TRANSPORT_RDMA:
-		return "rdma";
-	case RPAGE_TRANSPORT_TCP:
-		return "tcp";
-	case RPAGE_TRANSPORT_LOOP:
-		return "loop";
-	}
-	return "auto";
-}
-
 static int save_endpoints(int fd)
 {
 	struct rpage_endpoint_info *eps;
@@ -68,7 +55,7 @@ static int save_endpoints(int fd)
 	char addr[RPAGE_ADDR_STRLEN];
 	int count;
 
-	count = fetch_list(fd, rpage_endpoint_list, sizeof(*eps), &buf);
+	count = rpage_list_all(fd, rpage_endpoint_list, sizeof(*eps), &buf);
 	eps = buf;
 	if (count < 0)
 		return count;
@@ -101,12 +88,12 @@ static int save_peers(int fd, struct rpage_peer_info **peers_out)
 	unsigned long default_ms;
 	int count, nr_st;
 
-	count = fetch_list(fd, rpage_peer_list, sizeof(*peers), &buf);
+	count = rpage_list_all(fd, rpage_peer_list, sizeof(*peers), &buf);
 	peers = buf;
 	if (count < 0)
 		return count;
 	buf = NULL;
-	nr_st = fetch_list(fd, rpage_peer_status, sizeof(*sts), &buf);
+	nr_st = rpage_list_all(fd, rpage_peer_status, sizeof(*sts), &buf);
 	sts = buf;
 	if (nr_st < 0)
 		nr_st = 0;	/* a module without loss timeouts per peer */
@@ -123,7 +110,7 @@ static int save_peers(int fd, struct rpage_peer_info **peers_out)
 			if (rpage_addr_format(&p->addr, addr, sizeof(addr)) < 0)
 				snprintf(addr, sizeof(addr), "?");
 			printf(" addr %s port %u transport %s", addr,
-			       p->addr.port, transport_word(p->transport));
+			       p->addr.port, rpage_transport_name(p->transport) ?: "auto");
 		}
 		/* Only where it is not the module's default. */
 		for (int j = 0; j < nr_st; j++) {
@@ -149,7 +136,7 @@ static int save_pools(int fd, const struct rpage_peer_info *peers,
 	char size[32];
 	int count;
 
-	count = fetch_list(fd, rpage_pool_list, sizeof(*pools), &buf);
+	count = rpage_list_all(fd, rpage_pool_list, sizeof(*pools), &buf);
 	pools = buf;
 	if (count < 0)
 		return count;
@@ -232,7 +219,7 @@ static int save_maps(int fd)
 	char offset[32], length[32];
 	int count;
 
-	count = fetch_list(fd, rpage_map_list, sizeof(*maps), &buf);
+	count = rpage_list_all(fd, rpage_map_list, sizeof(*maps), &buf);
 	maps = buf;
 	if (count < 0)
 		return count;

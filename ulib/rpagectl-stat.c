@@ -256,7 +256,7 @@ static int stat_maps(int fd, const char *name)
 	void *buf = NULL;
 	int count, ret = 0;
 
-	count = fetch_list(fd, rpage_map_list, sizeof(*maps), &buf);
+	count = rpage_list_all(fd, rpage_map_list, sizeof(*maps), &buf);
 	maps = buf;
 	if (count < 0)
 		return fail_cmd("stat map", name, -count, NULL);
@@ -350,7 +350,7 @@ static int fetch_stats(int fd, int (*list_fn)(int, struct rpage_list *),
 	int count;
 
 	*entries = NULL;
-	count = fetch_list(fd, list_fn, size, entries);
+	count = rpage_list_all(fd, list_fn, size, entries);
 	if (count < 0) {
 		fail_cmd("stat show", NULL, -count, NULL);
 		return count;

@@ -107,45 +107,6 @@ int open_device(struct rpage_api *api)
 }
 
 /*
- * Reads a whole list into a new array of @size-byte entries: the list
- * may grow between the count and the fetch, so retry until it fits.
- * Returns the number of entries (the array may be NULL when there are
- * none; free it either way), or a negative errno.
- */
-int fetch_list(int fd, int (*list_fn)(int, struct rpage_list *),
-	       size_t size, void **entries)
-{
-	struct rpage_list list;
-	uint32_t capacity = 0;
-	void *buf = NULL;
-	int ret;
-
-	for (;;) {
-		memset(&list, 0, sizeof(list));
-		list.capacity = capacity;
-		list.entries = (uintptr_t)buf;
-		ret = list_fn(fd, &list);
-		if (ret < 0) {
-			free(buf);
-			return ret;
-		}
-		if (list.count <= capacity)
-			break;
-		if (list.count > INT_MAX / 2) {
-			free(buf);
-			return -EOVERFLOW;
-		}
-		capacity = list.count;
-		free(buf);
-		buf = calloc(capacity, size);
-		if (!buf)
-			return -ENOMEM;
-	}
-	*entries = buf;
-	return (int)list.count;
-}
-
-/*
  * Reports a failed command in one line and returns the exit status.
  * @what names the command ("peer add"), @subject what it was about
  * ("hostb", or NULL), @words the explanation of @err if the caller has
@@ -207,11 +168,6 @@ int check_peer_name(const char *what, const char *name)
 		return usage_error("%s: peer name '%s' may only contain %s",
 				   what, name, "letters, digits, '.', '_' and '-'");
 	return 0;
-}
-
-const char *name_of(const char *const *names, size_t count, __u32 val)
-{
-	return val < count && names[val] ? names[val] : "unknown";
 }
 
 /*
@@ -310,7 +266,6 @@ int parse_bytes(const char *what, const char *name, const char *text,
 	return 0;
 }
 
-/* The id of the peer called @name; -ENOENT if there is none. */
 /*
  * The entry called @name of the list @list_fn answers, whose entries of
  * @size bytes each start with their name (char[RPAGE_NAME_MAX]), copied
@@ -322,7 +277,7 @@ int find_named_entry(int fd, int (*list_fn)(int, struct rpage_list *),
 	void *buf = NULL;
 	int count, ret = -ENOENT;
 
-	count = fetch_list(fd, list_fn, size, &buf);
+	count = rpage_list_all(fd, list_fn, size, &buf);
 	if (count < 0)
 		return count;
 	for (int i = 0; i < count; i++) {
@@ -343,7 +298,7 @@ int find_peer_id(int fd, const char *name, __u32 *id)
 	struct rpage_peer_info info;
 	int ret;
 
-	ret = find_named_entry(fd, rpage_peer_list, sizeof(info), name, &info);
+	ret = rpage_peer_find(fd, name, &info);
 	if (!ret)
 		*id = info.id;
 	return ret;

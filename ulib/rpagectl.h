@@ -32,28 +32,24 @@ void __attribute__((format(printf, 1, 2))) fail(const char *fmt, ...);
 int __attribute__((format(printf, 1, 2))) usage_error(const char *fmt, ...);
 bool matches(const char *typed, const char *full);
 int open_device(struct rpage_api *api);
-int fetch_list(int fd, int (*list_fn)(int, struct rpage_list *),
-	       size_t size, void **entries);
 int fail_cmd(const char *what, const char *subject, int err,
 	     const char *words);
 int find_command(const char *typed, const char *const *cmds);
 int check_peer_name(const char *what, const char *name);
 int find_named_entry(int fd, int (*list_fn)(int, struct rpage_list *),
 		     size_t size, const char *name, void *entry);
+/* The id of the peer called @name; -ENOENT if there is none. */
 int find_peer_id(int fd, const char *name, __u32 *id);
 int parse_pool_id(const char *what, const char *text, uint64_t *id);
 int parse_bytes(const char *what, const char *name, const char *text,
 		bool zero_ok, uint64_t *bytes);
 uint64_t page_size(void);
 void read_module_param(const char *name, char *buf, size_t len);
-const char *name_of(const char *const *names, size_t count, __u32 val);
 
 /* In rpagectl-pool.c: the names of the peers pool @id is scoped to. */
 int pool_peer_names(int fd, uint64_t id,
 		    const struct rpage_peer_info *peers, int nr_peers,
 		    char (*names)[RPAGE_NAME_MAX]);
-
-#define NAME_OF(names, val) name_of(names, sizeof(names) / sizeof(names[0]), val)
 
 /*
  * A streaming JSON writer: objects and arrays nest, commas and (with
