@@ -189,7 +189,7 @@ static void format_guid(char *buf, size_t len, uint64_t guid)
 static int device_show(int fd)
 {
 	struct rpage_device_info *infos;
-	struct json_writer jw;
+	struct json_writer jw, *jwp;
 	void *buf = NULL;
 	char guid[32];
 	int count;
@@ -208,17 +208,20 @@ static int device_show(int fd)
 
 		info->name[sizeof(info->name) - 1] = '\0';
 		format_guid(guid, sizeof(guid), info->node_guid);
-		if (!opt_json) {
-			printf("%u: %s node_guid %s ports %u\n", info->index,
-			       info->name, guid, info->port_count);
-			continue;
-		}
-		json_open_object(&jw, NULL);
-		json_uint(&jw, "index", info->index);
-		json_string(&jw, "name", info->name);
-		json_string(&jw, "node_guid", guid);
-		json_uint(&jw, "ports", info->port_count);
-		json_close_object(&jw);
+		jwp = opt_json ? &jw : NULL;
+		/* "INDEX: NAME ...", as rdma(8) and ip(8) start a line. */
+		if (jwp)
+			json_open_object(jwp, NULL);
+		print_u64(jwp, "index", NULL, info->index);
+		if (!jwp)
+			printf(": ");
+		print_str(jwp, "name", NULL, info->name);
+		print_str(jwp, "node_guid", "node_guid", guid);
+		print_u64(jwp, "ports", "ports", info->port_count);
+		if (jwp)
+			json_close_object(jwp);
+		else
+			putchar('\n');
 	}
 	if (opt_json) {
 		json_close_array(&jw);
@@ -497,8 +500,9 @@ static void peer_print(struct json_writer *jw, const struct rpage_peer_info *inf
 		json_open_object(jw, NULL);
 	print_str(jw, "name", NULL, info->name);
 	print_u64(jw, "id", "id", info->id);
-	print_str(jw, "addr", "addr", addr);
-	print_u64(jw, "port", "port", info->addr.port);
+	/* A loop peer has no address: "-" and port 0 as text, null in JSON. */
+	print_str_opt(jw, "addr", "addr", info->addr.family ? addr : NULL, "-");
+	print_u64_opt(jw, "port", "port", info->addr.family, info->addr.port, "0");
 	print_str(jw, "state", "state", known(rpage_peer_state_name(info->state)));
 	print_str(jw, "transport", "transport",
 		  peer_transport(info->transport));
@@ -515,7 +519,8 @@ static void peer_print(struct json_writer *jw, const struct rpage_peer_info *inf
 	print_u64(jw, "rejects", "rejects", info->rejects);
 	print_str(jw, "last_reject", "last-reject",
 		  known(rpage_reject_name(info->last_reject)));
-	print_str(jw, "last_error", "last-error", error);
+	print_str_opt(jw, "last_error", "last-error", info->last_error ? error : NULL,
+		      "0");
 	if (st) {
 		if (!jw)
 			printf("\n   ");

@@ -111,6 +111,12 @@ void json_null(struct json_writer *jw, const char *key)
 	fputs("null", jw->out);
 }
 
+void json_bool(struct json_writer *jw, const char *key, bool val)
+{
+	json_member(jw, key);
+	fputs(val ? "true" : "false", jw->out);
+}
+
 void json_finish(struct json_writer *jw)
 {
 	fputc('\n', jw->out);
@@ -120,7 +126,8 @@ void json_finish(struct json_writer *jw)
 /*
  * One field of an object, the iproute2 way: one call serves both
  * outputs. As text, " LABEL VALUE" (VALUE alone without a label, quoted
- * if it holds a space); as JSON, a member @key.
+ * if it holds a space); as JSON, a member @key. The same for the
+ * print_*() below.
  */
 void print_str(struct json_writer *jw, const char *key, const char *label,
 	       const char *val)
@@ -140,8 +147,66 @@ void print_u64(struct json_writer *jw, const char *key, const char *label,
 {
 	if (jw)
 		json_uint(jw, key, val);
-	else
+	else if (label)
 		printf(" %s %" PRIu64, label, val);
+	else
+		printf("%" PRIu64, val);
+}
+
+/*
+ * A string that may be absent (@val NULL): JSON null, text @absent (such
+ * as "-" or "(deleted)").
+ */
+void print_str_opt(struct json_writer *jw, const char *key, const char *label,
+		   const char *val, const char *absent)
+{
+	if (jw && !val)
+		json_null(jw, key);
+	else
+		print_str(jw, key, label, val ? val : absent);
+}
+
+/* A number that may be absent (!@present): JSON null, text @absent. */
+void print_u64_opt(struct json_writer *jw, const char *key, const char *label,
+		   bool present, uint64_t val, const char *absent)
+{
+	if (present)
+		print_u64(jw, key, label, val);
+	else if (jw)
+		json_null(jw, key);
+	else
+		printf(" %s %s", label, absent);
+}
+
+/*
+ * A list of words: JSON an array of them, text joined by ',' after
+ * @label, or @empty when there is none.
+ */
+void print_list(struct json_writer *jw, const char *key, const char *label,
+		const char *const *items, size_t count, const char *empty)
+{
+	if (jw) {
+		json_open_array(jw, key);
+		for (size_t i = 0; i < count; i++)
+			json_string(jw, NULL, items[i]);
+		json_close_array(jw);
+		return;
+	}
+	printf(" %s ", label);
+	for (size_t i = 0; i < count; i++)
+		printf("%s%s", i ? "," : "", items[i]);
+	if (!count)
+		printf("%s", empty);
+}
+
+/* A yes-or-no: JSON true or false, text @yes or @no ("on", "off"). */
+void print_bool(struct json_writer *jw, const char *key, const char *label,
+		bool val, const char *yes, const char *no)
+{
+	if (jw)
+		json_bool(jw, key, val);
+	else
+		printf(" %s %s", label, val ? yes : no);
 }
 
 /*

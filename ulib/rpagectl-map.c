@@ -579,7 +579,7 @@ static void map_print(struct json_writer *jw, const struct rpage_map_info *m)
 	print_str(jw, "name", NULL, m->name);
 	print_u64(jw, "id", "id", m->map_id);
 	/* Its pages not here are lost: nobody can serve them any more. */
-	print_str(jw, "peer", "peer", m->peer[0] ? m->peer : "(deleted)");
+	print_str_opt(jw, "peer", "peer", m->peer[0] ? m->peer : NULL, "(deleted)");
 	print_u64(jw, "pool", "pool", m->pool_id);
 	print_u64(jw, "offset", "offset", m->offset);
 	print_u64(jw, "length", "length", m->length);
@@ -591,10 +591,10 @@ static void map_print(struct json_writer *jw, const struct rpage_map_info *m)
 	}
 	print_u64(jw, "users", "users", m->users);
 	/* Once every page is here, the peer and its pool may go. */
-	print_str(jw, "depends", "depends",
-		  m->pages_local < m->length / page_size() ? "yes" : "no");
-	print_str(jw, "readahead", "readahead",
-		  m->flags & RPAGE_MAP_READAHEAD ? "on" : "off");
+	print_bool(jw, "depends", "depends",
+		   m->pages_local < m->length / page_size(), "yes", "no");
+	print_bool(jw, "readahead", "readahead", m->flags & RPAGE_MAP_READAHEAD,
+		   "on", "off");
 	if (!jw)
 		printf("\n   ");
 	print_str(jw, "node", "node", node);
@@ -623,16 +623,23 @@ static int map_show(const char *name)
 	infos = buf;
 	if (count < 0)
 		return fail_cmd("map show", name, -count, NULL);
+	for (int i = 0; i < count; i++) {
+		infos[i].name[sizeof(infos[i].name) - 1] = '\0';
+		infos[i].peer[sizeof(infos[i].peer) - 1] = '\0';
+		found |= name && !strcmp(infos[i].name, name);
+	}
+	/* An unknown NAME prints nothing but its failure (no empty list). */
+	if (name && !found) {
+		free(infos);
+		return fail_cmd("map show", name, ENOENT, "no such named mapping");
+	}
 	if (opt_json) {
 		json_init(&jw, stdout, opt_pretty);
 		json_open_array(&jw, NULL);
 	}
 	for (int i = 0; i < count; i++) {
-		infos[i].name[sizeof(infos[i].name) - 1] = '\0';
-		infos[i].peer[sizeof(infos[i].peer) - 1] = '\0';
 		if (name && strcmp(infos[i].name, name))
 			continue;
-		found = true;
 		map_print(opt_json ? &jw : NULL, &infos[i]);
 	}
 	if (opt_json) {
@@ -640,8 +647,6 @@ static int map_show(const char *name)
 		json_finish(&jw);
 	}
 	free(infos);
-	if (name && !found)
-		return fail_cmd("map show", name, ENOENT, "no such named mapping");
 	return 0;
 }
 

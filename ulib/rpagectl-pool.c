@@ -29,45 +29,27 @@ static const struct {
 
 
 /*
- * Pool flags as text: their names joined by ',', bits without a name in
- * hexadecimal, "none" when no bit is set.
+ * Pool flags, as text their names joined by ',' ("none" when no bit is
+ * set), as JSON an array of the same words; a bit without a name in
+ * hexadecimal.
  */
-static void format_pool_flags(__u32 flags, char *buf, size_t len)
+static void print_pool_flags(struct json_writer *jw, __u32 flags)
 {
+	const char *names[NR_POOL_FLAGS + 1];
+	char unknown[16];
 	size_t n = 0;
 
-	buf[0] = '\0';
 	for (size_t i = 0; i < NR_POOL_FLAGS; i++) {
 		if (!(flags & pool_flag_names[i].bit))
 			continue;
 		flags &= ~pool_flag_names[i].bit;
-		n += snprintf(buf + n, n < len ? len - n : 0, "%s%s",
-			      n ? "," : "", pool_flag_names[i].name);
-	}
-	if (flags)
-		n += snprintf(buf + n, n < len ? len - n : 0, "%s0x%x",
-			      n ? "," : "", flags);
-	if (!n)
-		snprintf(buf, len, "none");
-}
-
-/* Pool flags as a JSON array of the same words; [] when none is set. */
-static void json_pool_flags(struct json_writer *jw, __u32 flags)
-{
-	char unknown[16];
-
-	json_open_array(jw, "flags");
-	for (size_t i = 0; i < NR_POOL_FLAGS; i++) {
-		if (!(flags & pool_flag_names[i].bit))
-			continue;
-		flags &= ~pool_flag_names[i].bit;
-		json_string(jw, NULL, pool_flag_names[i].name);
+		names[n++] = pool_flag_names[i].name;
 	}
 	if (flags) {
 		snprintf(unknown, sizeof(unknown), "0x%x", flags);
-		json_string(jw, NULL, unknown);
+		names[n++] = unknown;
 	}
-	json_close_array(jw);
+	print_list(jw, "flags", "flags", names, n, "none");
 }
 
 static void pool_usage(void)
@@ -286,6 +268,34 @@ int pool_peer_names(int fd, uint64_t id,
 	return (int)pp.nr_peers;
 }
 
+/*
+ * One of this host's pools: a line "ID length L flags F kind K owner PID
+ * [peers P]", or its JSON object. Only a scoped pool has peers: the
+ * others go to every peer.
+ */
+static void print_pool(struct json_writer *jw, const struct rpage_pool_info *info,
+		       const char *kind, char (*names)[RPAGE_NAME_MAX], int nr_names)
+{
+	const char *peers[RPAGE_POOL_MAX_PEERS];
+
+	if (jw)
+		json_open_object(jw, NULL);
+	print_u64(jw, "id", NULL, info->id);
+	print_u64(jw, "length", "length", info->length);
+	print_pool_flags(jw, info->flags);
+	print_str(jw, "kind", "kind", kind);
+	print_u64(jw, "owner", "owner", info->owner_pid);
+	if (info->flags & RPAGE_POOL_SCOPED) {
+		for (int j = 0; j < nr_names; j++)
+			peers[j] = names[j];
+		print_list(jw, "peers", "peers", peers, (size_t)nr_names, "none");
+	}
+	if (jw)
+		json_close_object(jw);
+	else
+		putchar('\n');
+}
+
 /* pool [ show ]: this host's pools. */
 static int pool_show(int fd)
 {
@@ -294,7 +304,6 @@ static int pool_show(int fd)
 	struct rpage_pool_info *infos;
 	struct json_writer jw;
 	void *buf = NULL, *pbuf = NULL;
-	char flags[64];
 	const char *kind;
 	int count, nr_peers, nr_names;
 
@@ -330,35 +339,7 @@ static int pool_show(int fd)
 				return fail_cmd("pool show", NULL, -nr_names, NULL);
 			}
 		}
-		if (!opt_json) {
-			format_pool_flags(info->flags, flags, sizeof(flags));
-			printf("%" PRIu64 " length %" PRIu64 " flags %s kind %s owner %u",
-			       (uint64_t)info->id, (uint64_t)info->length, flags,
-			       kind, info->owner_pid);
-			if (info->flags & RPAGE_POOL_SCOPED) {
-				printf(" peers ");
-				for (int j = 0; j < nr_names; j++)
-					printf("%s%s", j ? "," : "", names[j]);
-				if (!nr_names)
-					printf("none");
-			}
-			printf("\n");
-			continue;
-		}
-		json_open_object(&jw, NULL);
-		json_uint(&jw, "id", info->id);
-		json_uint(&jw, "length", info->length);
-		json_pool_flags(&jw, info->flags);
-		json_string(&jw, "kind", kind);
-		json_uint(&jw, "owner_pid", info->owner_pid);
-		/* Only a scoped pool has a list; the others go to every peer. */
-		if (info->flags & RPAGE_POOL_SCOPED) {
-			json_open_array(&jw, "peers");
-			for (int j = 0; j < nr_names; j++)
-				json_string(&jw, NULL, names[j]);
-			json_close_array(&jw);
-		}
-		json_close_object(&jw);
+		print_pool(opt_json ? &jw : NULL, info, kind, names, nr_names);
 	}
 	if (opt_json) {
 		json_close_array(&jw);
@@ -373,9 +354,8 @@ static int pool_show(int fd)
 static int remote_pool_show(int fd)
 {
 	struct rpage_remote_pool_info *infos;
-	struct json_writer jw;
+	struct json_writer jw, *jwp;
 	void *buf = NULL;
-	char flags[64];
 	int count;
 
 	count = rpage_list_all(fd, rpage_remote_pool_list, sizeof(*infos), &buf);
@@ -391,20 +371,22 @@ static int remote_pool_show(int fd)
 		struct rpage_remote_pool_info *info = &infos[i];
 
 		info->peer[sizeof(info->peer) - 1] = '\0';
-		if (!opt_json) {
-			format_pool_flags(info->flags, flags, sizeof(flags));
-			printf("%s %" PRIu64 " length %" PRIu64 " flags %s\n",
-			       info->peer, (uint64_t)info->id,
-			       (uint64_t)info->length, flags);
-			continue;
-		}
-		json_open_object(&jw, NULL);
-		json_string(&jw, "peer", info->peer);
-		json_uint(&jw, "peer_id", info->peer_id);
-		json_uint(&jw, "id", info->id);
-		json_uint(&jw, "length", info->length);
-		json_pool_flags(&jw, info->flags);
-		json_close_object(&jw);
+		jwp = opt_json ? &jw : NULL;
+		if (jwp)
+			json_open_object(jwp, NULL);
+		print_str(jwp, "peer", NULL, info->peer);
+		/* The peer's id is for programs: the text has its name. */
+		if (jwp)
+			json_uint(jwp, "peer_id", info->peer_id);
+		else
+			putchar(' ');
+		print_u64(jwp, "id", NULL, info->id);
+		print_u64(jwp, "length", "length", info->length);
+		print_pool_flags(jwp, info->flags);
+		if (jwp)
+			json_close_object(jwp);
+		else
+			putchar('\n');
 	}
 	if (opt_json) {
 		json_close_array(&jw);

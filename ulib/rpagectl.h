@@ -70,6 +70,7 @@ void json_close_array(struct json_writer *jw);
 void json_string(struct json_writer *jw, const char *key, const char *val);
 void json_uint(struct json_writer *jw, const char *key, uint64_t val);
 void json_null(struct json_writer *jw, const char *key);
+void json_bool(struct json_writer *jw, const char *key, bool val);
 void json_finish(struct json_writer *jw);
 
 /* One field, as text (@jw NULL) or JSON: see rpagectl-json.c. */
@@ -79,5 +80,13 @@ void print_u64(struct json_writer *jw, const char *key, const char *label,
 	       uint64_t val);
 void print_ms(struct json_writer *jw, const char *key, const char *label,
 	      uint64_t ms);
+void print_str_opt(struct json_writer *jw, const char *key, const char *label,
+		   const char *val, const char *absent);
+void print_u64_opt(struct json_writer *jw, const char *key, const char *label,
+		   bool present, uint64_t val, const char *absent);
+void print_bool(struct json_writer *jw, const char *key, const char *label,
+		bool val, const char *yes, const char *no);
+void print_list(struct json_writer *jw, const char *key, const char *label,
+		const char *const *items, size_t count, const char *empty);
 
 #endif /* RPAGECTL_H */

@@ -322,7 +322,12 @@ test_named_del_in_use() {
 	wait "$pid"
 	rc=$?
 	expect_eq "$rc" $((128 + 7)) "the holder's exit (SIGBUS)" || return
-	expect_eq "$("$RPAGECTL" -j map show | jq length)" 0 "named mappings left"
+	expect_eq "$("$RPAGECTL" -j map show | jq length)" 0 "named mappings left" || return
+	# An unknown name prints nothing, not an empty list, and fails.
+	"$RPAGECTL" -j map show vm > /tmp/out 2> /tmp/err
+	expect_eq "$?" 1 "map show of a deleted mapping" || return
+	[ ! -s /tmp/out ] || fail "map show of a deleted mapping printed: $(cat /tmp/out)" || return
+	grep -q "no such named mapping" /tmp/err || fail "no clear message: $(cat /tmp/err)"
 }
 
 # Eviction gives a named mapping's memory back: the page a process wrote
@@ -386,7 +391,7 @@ named_pulled_and_partial() {
 		fail "stat map pulled: $("$RPAGECTL" -j stat map pulled)" || return
 	! "$RPAGECTL" stat map nosuch 2> /tmp/err || fail "stat of an unknown mapping worked" || return
 	grep -q "no named mapping nosuch" /tmp/err || fail "no clear message: $(cat /tmp/err)" || return
-	expect_eq "$(named_field pulled depends)" no "depends on its peer" || return
+	expect_eq "$(named_field pulled depends)" false "depends on its peer" || return
 	$NODE_TOOL dump /dev/rpage-map/partial 0 $((1 << 20)) |
 		"$NAMED_PATTERN" check-file "$NAMED_POOL" - > /dev/null || fail "partial's first MiB"
 }
@@ -452,9 +457,10 @@ test_named_pull_then_peer_deleted() {
 	named_pulled_and_partial || return
 	"$RPAGECTL" peer del self || fail "peer del" || return
 	"$RPAGECTL" map show
-	expect_eq "$(named_field pulled peer)" "(deleted)" "the pulled mapping's peer after peer del" || return
-	expect_eq "$(named_field partial peer)" "(deleted)" "the partial mapping's peer after peer del" || return
-	expect_eq "$(named_field pulled depends)" no "the pulled mapping depends on its peer" || return
+	expect_eq "$(named_field pulled peer)" null "the pulled mapping's peer after peer del" || return
+	expect_eq "$(named_field partial peer)" null "the partial mapping's peer after peer del" || return
+	"$RPAGECTL" map show pulled | grep -q ' peer (deleted) ' || fail "map show's text has no (deleted) peer" || return
+	expect_eq "$(named_field pulled depends)" false "the pulled mapping depends on its peer" || return
 	named_after_the_loss "its peer was deleted" || return
 	! "$RPAGECTL" map pull partial wait 2> /tmp/err || fail "a pull without a peer worked" || return
 	grep -q "peer was deleted" /tmp/err || fail "no clear message: $(cat /tmp/err)" || return

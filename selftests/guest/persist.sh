@@ -121,6 +121,9 @@ test_config_survives_reload_b() {
 	"$RPAGECTL" read "$PEER" "$CFG_POOL" 0 "$CFG_LEN" file /tmp/cfg.read ||
 		fail "read of A's pool" || return
 	cmp /tmp/cfg.pattern /tmp/cfg.read || fail "A's pool does not hold what B wrote" || return
+	"$RPAGECTL" -j map show cfg | jq -e '.[0].readahead == true and .[0].depends == true and
+		.[0].peer == "'"$PEER"'" and .[0].mode == "0640"' ||
+		fail "map show of the mapping: $("$RPAGECTL" -j map show cfg)" || return
 	barrier cfg-b-mapped || return
 	cfg_save "$CFG_SAVED/first" || return
 	cat "$CFG_SAVED/first"

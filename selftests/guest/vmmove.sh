@@ -118,7 +118,7 @@ test_vm_move_b() {
 	# Demand faults first: the vCPU's touches jump the pull's queue.
 	step "$RPAGECTL" map pull vm || fail "map pull" || return
 	vm_wait_passes 1 600 || { cat "$VM_SERIAL"; fail "no good pass on B"; return; }
-	wait_until 600 eval '[ "$("$RPAGECTL" -j map show vm | jq -r ".[0].depends")" = no ]' ||
+	wait_until 600 eval '[ "$("$RPAGECTL" -j map show vm | jq -r ".[0].depends")" = false ]' ||
 		{ "$RPAGECTL" map show vm; fail "the pull did not finish"; return; }
 	step "$RPAGECTL" map show vm
 	step "$RPAGECTL" stat peer a
