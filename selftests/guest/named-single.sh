@@ -156,6 +156,46 @@ test_named_map_add_makes_a_node() {
 	grep -q "does not announce" /tmp/err || fail "no clear message: $(cat /tmp/err)"
 }
 
+# json_keys WHAT EXPECTED CMD...: the keys of the JSON object jq's WHAT
+# picks from CMD's output, in order, are EXPECTED (words), and the whole
+# output parses.
+json_keys() {
+	local what=$1 want=$2 got
+	shift 2
+	got=$("$@" | jq -r "$what | keys_unsorted | join(\" \")") ||
+		fail "$*: not JSON, or no $what" || return
+	expect_eq "$got" "$want" "the keys of $* ($what)"
+}
+
+# Every object's -j output, with one of each kind there (a device, an
+# endpoint, a peer, a pool, a remote pool, a named mapping): the keys
+# rpagectl(8) documents, in its order.
+test_json_outputs_have_their_documented_keys() {
+	json_keys . "library module" "$RPAGECTL" -j version || return
+	json_keys .module "version api features ioctls" "$RPAGECTL" -j version || return
+	json_keys '.[0]' "index name node_guid ports" "$RPAGECTL" -j device show || return
+	json_keys '.[0]' "addr port state transport accepted rejected_unknown rejected_version rejected_other" \
+		"$RPAGECTL" -j endpoint show || return
+	json_keys '.[0]' "name id addr port state transport qps qps_connected qps_inbound node_id proto connects rejects last_reject last_error loss_timeout_ms state_ms reconnects retried lost refused_msgs refused_pools refused_qps refused_access cause" \
+		"$RPAGECTL" -j peer show || return
+	json_keys '.[0]' "id length flags kind owner" "$RPAGECTL" -j pool show || return
+	json_keys '.[0]' "peer peer_id id length flags" "$RPAGECTL" -j pool show remote || return
+	json_keys '.[0]' "name id peer pool offset length pages_local pages users depends readahead node uid gid mode" \
+		"$RPAGECTL" -j map show || return
+	json_keys . "peers devices" "$RPAGECTL" -j stat show || return
+	json_keys '.peers[0]' "name id reads writes read_bytes write_bytes errors connects rejects latency fault" \
+		"$RPAGECTL" -j stat show || return
+	json_keys '.devices[0]' "name index reads writes read_bytes write_bytes errors connects rejects latency" \
+		"$RPAGECTL" -j stat show || return
+	json_keys '.peers[0].latency' "p50_ns p90_ns p99_ns p999_ns samples histogram" "$RPAGECTL" -j stat show || return
+	json_keys '.peers[0].fault' "faults minor_faults waits prefetched prefetch_hits evicted written sigbus vma_locked mmap_locked refetched latency" \
+		"$RPAGECTL" -j stat show || return
+	json_keys '.maps[0]' "name id peer fault" "$RPAGECTL" -j stat map || return
+	# Types where text had words: booleans, and null where nothing is.
+	"$RPAGECTL" -j map show vm | jq -e '.[0] | (.depends | type) == "boolean" and (.readahead | type) == "boolean"' ||
+		fail "depends and readahead are not booleans"
+}
+
 qemu_start() {
 	local size=$1
 	rm -f /tmp/qtest.sock
@@ -552,6 +592,7 @@ run_test named_kvm_fault_does_not_wait test_named_kvm_fault_does_not_wait
 run_test named_pages_charged_to_their_process test_named_pages_charged_to_their_process
 run_test named_compaction_moves_pages test_named_compaction_moves_pages
 run_test named_map_add_makes_a_node_of_its_size_and_owner test_named_map_add_makes_a_node
+run_test json_outputs_have_their_documented_keys test_json_outputs_have_their_documented_keys
 run_test named_qemu_guest_ram_is_the_pool test_named_qemu_guest_ram_is_the_pool
 run_test named_qemu_refuses_a_size_past_the_node test_named_qemu_refuses_a_larger_size
 run_test named_map_private_refused test_named_private_refused

@@ -261,7 +261,7 @@ test_loop_peer_add() {
 	wait_until 30 peer_is lo connected || fail "lo not connected" || return
 	"$RPAGECTL" peer show lo
 	"$RPAGECTL" -j peer show lo |
-		jq -e '.[0].transport == "loop" and .[0].addr == null and .[0].port == null and .[0].qps == 0 and .[0].qps_inbound == 1 and .[0].cause == "this host'"'"'s pool table listed"' > /dev/null ||
+		jq -e '.[0].transport == "loop" and .[0].addr == null and .[0].port == null and .[0].last_error == null and .[0].qps == 0 and .[0].qps_inbound == 1 and .[0].cause == "this host'"'"'s pool table listed"' > /dev/null ||
 		fail "peer show lo: not a connected loop peer" || return
 	"$RPAGECTL" -j peer show self | jq -e '.[0].transport == "rdma"' > /dev/null ||
 		fail "peer show self: not over rdma" || return
