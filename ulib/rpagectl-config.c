@@ -464,9 +464,9 @@ static void peer_usage(void)
 	puts("Usage: rpagectl peer add NAME addr ADDR [ port PORT ] [ transport { auto | rdma | tcp } ]\n"
 	     "                         [ loss-timeout SECONDS ]\n"
 	     "       rpagectl peer add NAME transport loop [ loss-timeout SECONDS ]\n"
-	     "       rpagectl peer set NAME loss-timeout SECONDS\n"
 	     "       rpagectl peer del NAME\n"
 	     "       rpagectl peer [ show [ NAME ] ]\n"
+	     "       rpagectl peer set NAME loss-timeout SECONDS\n"
 	     "NAME := 1 to 63 of A-Z a-z 0-9 . _ -\n"
 	     "ADDR := { IPV4-ADDRESS | IPV6-ADDRESS[%INTERFACE] }\n"
 	     "PORT := 1..65535 (default 7471)\n"
@@ -843,11 +843,12 @@ static int peer_del(int argc, char **argv)
 	return fail_cmd(what, argv[0], -ret, words);
 }
 
-enum { PEER_ADD, PEER_SET, PEER_DEL, PEER_SHOW, PEER_HELP };
+/* show before set: an abbreviation takes the first that it begins. */
+enum { PEER_ADD, PEER_DEL, PEER_SHOW, PEER_SET, PEER_HELP };
 
 static const char *const peer_commands[] = {
-	[PEER_ADD] = "add", [PEER_SET] = "set", [PEER_DEL] = "del",
-	[PEER_SHOW] = "show", [PEER_HELP] = "help", NULL,
+	[PEER_ADD] = "add", [PEER_DEL] = "del", [PEER_SHOW] = "show",
+	[PEER_SET] = "set", [PEER_HELP] = "help", NULL,
 };
 
 int cmd_peer(int argc, char **argv)

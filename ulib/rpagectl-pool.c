@@ -57,9 +57,9 @@ static void pool_usage(void)
 	puts("Usage: rpagectl pool create ID size SIZE [ writable ] [ peers PEERS ]\n"
 	     "       rpagectl pool create ID file PATH [ offset OFFSET ] [ size SIZE ] [ writable ]\n"
 	     "                            [ peers PEERS ]\n"
-	     "       rpagectl pool set ID peers PEERS\n"
 	     "       rpagectl pool destroy ID\n"
 	     "       rpagectl pool [ show [ remote ] ]\n"
+	     "       rpagectl pool set ID peers PEERS\n"
 	     "ID := 1..2^64-1, decimal or 0x-hexadecimal\n"
 	     "SIZE := bytes, a multiple of the page size; K, M or G may follow\n"
 	     "PATH := a file on tmpfs or hugetlbfs, such as a VMM's guest RAM in /dev/shm;\n"
@@ -496,7 +496,8 @@ static int pool_create(int argc, char **argv)
 		return ret;
 	snprintf(subject, sizeof(subject), "%s %s", what, argv[0]);
 	for (int i = 1; i < argc; i++) {
-		if (matches(argv[i], "size")) {
+		/* length, as map add and map evict spell it, is size too. */
+		if (matches(argv[i], "size") || matches(argv[i], "length")) {
 			if (size_text)
 				return usage_error("%s: 'size' given twice", subject);
 			if (i + 1 >= argc)

@@ -35,6 +35,9 @@ bool opt_pretty;
  */
 static char batch_where[PATH_MAX + 16];
 
+/* The object of the command running, whose help a usage error points at. */
+static const char *help_object;
+
 static void message_start(void)
 {
 	fputs("rpagectl: ", stderr);
@@ -62,7 +65,10 @@ usage_error(const char *fmt, ...)
 	va_start(ap, fmt);
 	vfprintf(stderr, fmt, ap);
 	va_end(ap);
-	fputs(" (try 'rpagectl help')\n", stderr);
+	if (help_object)
+		fprintf(stderr, " (try 'rpagectl %s help')\n", help_object);
+	else
+		fputs(" (try 'rpagectl help')\n", stderr);
 	return EXIT_USAGE;
 }
 
@@ -131,26 +137,39 @@ int fail_cmd(const char *what, const char *subject, int err,
 	return 1;
 }
 
-/* The command word of @typed among @cmds (NULL-terminated), or -1. */
+/*
+ * Other spellings of commands, each taken where its object has no
+ * command of that name: the verbs of the other objects (pools are
+ * created and destroyed, the rest added and deleted) and ip(8)'s.
+ */
+static const struct { const char *alias, *cmd; } command_aliases[] = {
+	{ "delete", "del" }, { "list", "show" }, { "lst", "show" },
+	{ "add", "create" }, { "del", "destroy" }, { "delete", "destroy" },
+};
+
+/*
+ * The command word of @typed among @cmds (NULL-terminated), or -1: the
+ * one spelled so, else an alias's, else the first, in @cmds' order, that
+ * @typed begins, as ip(8) resolves them (each object lists show before
+ * set: "peer s" is show).
+ */
 int find_command(const char *typed, const char *const *cmds)
 {
 	int found = -1;
 
-	for (int i = 0; cmds[i]; i++) {
-		if (!matches(typed, cmds[i]))
-			continue;
+	for (int i = 0; cmds[i]; i++)
 		if (!strcmp(typed, cmds[i]))
 			return i;
-		if (found >= 0)
-			return -1;	/* ambiguous */
-		found = i;
-	}
-	/* "delete" is spelled out as well as "del". */
-	if (found < 0 && !strcmp(typed, "delete")) {
+	for (size_t a = 0; a < sizeof(command_aliases) / sizeof(command_aliases[0]); a++) {
+		if (strcmp(typed, command_aliases[a].alias))
+			continue;
 		for (int i = 0; cmds[i]; i++)
-			if (!strcmp(cmds[i], "del"))
+			if (!strcmp(cmds[i], command_aliases[a].cmd))
 				return i;
 	}
+	for (int i = 0; cmds[i] && found < 0; i++)
+		if (matches(typed, cmds[i]))
+			found = i;
 	return found;
 }
 
@@ -362,9 +381,15 @@ static int run_command(int argc, char **argv)
 {
 	const struct rpagectl_object *obj = find_object(argv[0]);
 
+	int ret;
+
 	if (!obj)
 		return usage_error("unknown object '%s'", argv[0]);
-	return obj->run(argc - 1, argv + 1);
+	if (strcmp(obj->name, "help"))
+		help_object = obj->name;
+	ret = obj->run(argc - 1, argv + 1);
+	help_object = NULL;
+	return ret;
 }
 
 #define BATCH_MAX_WORDS 64

@@ -46,7 +46,20 @@ test_rpagectl_reports_errors() {
 		fail "-f did not go on, or not say how many failed: $msg" || return
 	msg=$(printf 'device "show\n' | "$RPAGECTL" -b - 2>&1)
 	expect_eq "$?" 2 "batch with an open quote" || return
-	echo "$msg" | grep -q '(stdin):1: a quote is not closed' || fail "no open quote in: $msg"
+	echo "$msg" | grep -q '(stdin):1: a quote is not closed' || fail "no open quote in: $msg" || return
+	# Abbreviations as ip(8) takes them: the first command, in each
+	# object's order, that a word begins ("peer s" is show, "p" peer),
+	# and the other objects' verbs; a usage error points at its
+	# object's help.
+	msg=$(printf 'p s\npeer se x\npool add\npool del\npool create 1 length 0\n' |
+		"$RPAGECTL" -f -b - 2>&1)
+	for want in "(stdin):1: /dev/rpage: no such device" \
+		"(stdin):2: peer set x: nothing to set" \
+		"(stdin):3: pool create: missing ID (try 'rpagectl pool help')" \
+		"(stdin):4: pool destroy: missing ID (try 'rpagectl pool help')" \
+		"(stdin):5: pool create 1: size '0' is not a non-zero multiple"; do
+		echo "$msg" | grep -qF "$want" || fail "no '$want' in: $msg" || return
+	done
 }
 
 test_device_attached() {
