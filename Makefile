@@ -67,7 +67,7 @@ RPAGECTL := $(O_USER)/rpagectl
 LIB_SRCS := ulib/librpage.c
 CTL_SRCS := ulib/rpagectl.c ulib/rpagectl-config.c ulib/rpagectl-pool.c \
 	ulib/rpagectl-stat.c ulib/rpagectl-json.c ulib/rpagectl-map.c \
-	ulib/rpagectl-save.c
+	ulib/rpagectl-save.c ulib/rpagectl-prom.c
 CTL_OBJS := $(patsubst ulib/%.c,$(O_USER)/%.o,$(CTL_SRCS))
 LIB_HDRS := ulib/librpage.h include/uapi/linux/rpage.h
 

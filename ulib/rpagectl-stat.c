@@ -17,9 +17,11 @@
 static void stat_usage(void)
 {
 	puts("Usage: rpagectl stat [ show ] [ peer [ NAME ] | device [ NAME ] | map [ NAME ] ]\n"
+	     "       rpagectl stat prometheus\n"
 	     "NAME := a peer's name (rpagectl peer show), an RDMA device's\n"
 	     "        (rpagectl device show) or a named mapping's (rpagectl map show);\n"
-	     "        peers and devices when none is given");
+	     "        peers and devices when none is given;\n"
+	     "prometheus: every counter, in Prometheus' text format");
 }
 
 /* The percentiles of the latency histogram `stat show` reports. */
@@ -235,11 +237,12 @@ static void device_stats_print(struct json_writer *jw,
 	json_close_object(jw);
 }
 
-enum { STAT_SHOW, STAT_PEER, STAT_DEVICE, STAT_MAP, STAT_HELP };
+enum { STAT_SHOW, STAT_PEER, STAT_DEVICE, STAT_MAP, STAT_PROM, STAT_HELP };
 
 static const char *const stat_words[] = {
 	[STAT_SHOW] = "show", [STAT_PEER] = "peer", [STAT_DEVICE] = "device",
-	[STAT_MAP] = "map", [STAT_HELP] = "help", NULL,
+	[STAT_MAP] = "map", [STAT_PROM] = "prometheus", [STAT_HELP] = "help",
+	NULL,
 };
 
 /*
@@ -470,6 +473,17 @@ int cmd_stat(int argc, char **argv)
 		if (word == STAT_HELP) {
 			stat_usage();
 			return 0;
+		}
+		if (word == STAT_PROM) {
+			if (argc > 1)
+				return usage_error("stat prometheus: unexpected argument '%s'",
+						   argv[1]);
+			fd = open_device(NULL);
+			if (fd < 0)
+				return 1;
+			ret = stat_prometheus(fd);
+			close(fd);
+			return ret;
 		}
 		if (word == STAT_SHOW)
 			i++;

@@ -46,6 +46,9 @@ int parse_bytes(const char *what, const char *name, const char *text,
 uint64_t page_size(void);
 void read_module_param(const char *name, char *buf, size_t len);
 
+/* In rpagectl-prom.c: stat prometheus. */
+int stat_prometheus(int fd);
+
 /* In rpagectl-pool.c: the names of the peers pool @id is scoped to. */
 int pool_peer_names(int fd, uint64_t id,
 		    const struct rpage_peer_info *peers, int nr_peers,

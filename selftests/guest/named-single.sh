@@ -196,6 +196,39 @@ test_json_outputs_have_their_documented_keys() {
 		fail "depends and readahead are not booleans"
 }
 
+# stat prometheus: Prometheus' own parser takes every line; the series
+# say what -j says (the peer up, the mapping's pages, a histogram's
+# +Inf bucket its count).
+test_stat_prometheus_parses() {
+	"$RPAGECTL" stat prometheus > /tmp/rpage.prom || fail "stat prometheus" || return
+	/usr/bin/python3 - /tmp/rpage.prom "$((NAMED_SIZE / 4096))" <<-'EOF' || fail "stat prometheus: $(head -c 2000 /tmp/rpage.prom)"
+	import sys
+	from prometheus_client.parser import text_string_to_metric_families
+	text = open(sys.argv[1]).read()
+	fams = {f.name: f for f in text_string_to_metric_families(text)}
+	def value(fam, sample, **labels):
+	    for s in fams[fam].samples:
+	        if s.name == sample and all(s.labels.get(k) == v for k, v in labels.items()):
+	            return s.value
+	    raise SystemExit("no %s %s" % (sample, labels))
+	want = {"rpage_peer_up", "rpage_peer_state", "rpage_peer_reads", "rpage_peer_reconnects",
+	        "rpage_peer_transfer_latency_seconds", "rpage_peer_fault_faults",
+	        "rpage_peer_fault_latency_seconds", "rpage_device_reads",
+	        "rpage_device_transfer_latency_seconds", "rpage_map_fault_faults",
+	        "rpage_map_fault_latency_seconds", "rpage_map_pages_local", "rpage_map_pages"}
+	missing = want - set(fams)
+	if missing:
+	    raise SystemExit("missing families: %s" % sorted(missing))
+	assert value("rpage_peer_up", "rpage_peer_up", peer="self") == 1
+	assert value("rpage_peer_state", "rpage_peer_state", peer="self", state="connected") == 1
+	assert value("rpage_map_pages", "rpage_map_pages", map="vm") == int(sys.argv[2])
+	for fam in ("rpage_peer_transfer_latency_seconds", "rpage_peer_fault_latency_seconds"):
+	    assert value(fam, fam + "_bucket", peer="self", le="+Inf") == value(fam, fam + "_count", peer="self")
+	assert value("rpage_peer_reads", "rpage_peer_reads_total", peer="self") > 0
+	print("%d families, %d samples" % (len(fams), sum(len(f.samples) for f in fams.values())))
+	EOF
+}
+
 qemu_start() {
 	local size=$1
 	rm -f /tmp/qtest.sock
@@ -593,6 +626,7 @@ run_test named_pages_charged_to_their_process test_named_pages_charged_to_their_
 run_test named_compaction_moves_pages test_named_compaction_moves_pages
 run_test named_map_add_makes_a_node_of_its_size_and_owner test_named_map_add_makes_a_node
 run_test json_outputs_have_their_documented_keys test_json_outputs_have_their_documented_keys
+run_test stat_prometheus_parses test_stat_prometheus_parses
 run_test named_qemu_guest_ram_is_the_pool test_named_qemu_guest_ram_is_the_pool
 run_test named_qemu_refuses_a_size_past_the_node test_named_qemu_refuses_a_larger_size
 run_test named_map_private_refused test_named_private_refused
