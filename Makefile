@@ -19,6 +19,8 @@
 #                             bash completion
 #   make install-dkms         the module's sources, for DKMS to build
 #   make deb                  Debian packages (debian/), in build/deb
+#   make htmldocs             the documentation, with its drawings, in
+#                             build/htmldocs (Sphinx and graphviz)
 
 VERSION := $(shell cat VERSION)
 # librpage's ABI: MAJOR changes only if a released symbol breaks.
@@ -80,6 +82,7 @@ TCP_PEERS := rpage_rogue_tcp
 TEST_BINS := $(addprefix $(O_USER)/selftests/,$(TEST_PROGS) $(RDMA_PEERS) \
 	$(TCP_PEERS) $(TEST_TOOLS))
 
+.PHONY: htmldocs
 .PHONY: all module user selftests check check-debug check-debug-quick demo \
 	demo-faults bench \
 	install install-dkms deb clean checkpatch sparse deps
@@ -273,3 +276,10 @@ deb:
 clean:
 	-test -d "$(KDIR)" && $(MAKE) -C $(KDIR) M=$(CURDIR) clean
 	rm -rf $(O_USER)
+
+# The documentation as HTML: Sphinx renders the reStructuredText and,
+# with its graphviz extension, the drawings from their .dot sources.
+# Warnings are errors, as the host checks build it.
+htmldocs:
+	/usr/bin/python3 -m sphinx -b html -q -W --keep-going Documentation build/htmldocs
+	@echo "build/htmldocs/index.html"

@@ -19,7 +19,7 @@ libibverbs-dev librdmacm-dev
 sparse gnuplot-nox jq
 dpkg-dev debhelper dh-dkms lintian systemd man-db bash-completion
 libvirt-clients libvirt-daemon-driver-qemu libvirt-daemon-system
-python3-prometheus-client
+python3-prometheus-client python3-sphinx graphviz
 "
 
 missing=""

@@ -151,6 +151,16 @@ else
 	tap "not ok" "rpagectl's bash completion: objects, commands, keywords, values"
 	diff <(echo "$comp_want") <(echo "$comp_out") | sed 's/^/#   /'
 fi
+# The documentation builds with Sphinx, warnings as errors (a title
+# underline too short, a broken reference, a drawing graphviz cannot
+# render all fail it), as make htmldocs builds it.
+out=$(/usr/bin/python3 -m sphinx -b html -q -W --keep-going Documentation "$RPAGE_BUILD/htmldocs" 2>&1)
+if [ $? -eq 0 ] && [ -s "$RPAGE_BUILD/htmldocs/index.html" ]; then
+	tap ok "the documentation builds, with its drawings, and Sphinx warns of nothing"
+else
+	tap "not ok" "the documentation builds, with its drawings, and Sphinx warns of nothing"
+	echo "$out" | tail -n 10 | sed 's/^/#   /'
+fi
 # The admin guide's libvirt domain validates against libvirt's schema,
 # and libvirt turns it into the QEMU arguments the demo runs its VM with:
 # the guest RAM a shared file backend on the named mapping's node, as the

@@ -1,0 +1,12 @@
+# SPDX-License-Identifier: GPL-2.0
+# Sphinx configuration of rpage's documentation: make htmldocs builds it
+# into build/htmldocs; the host checks build it with warnings as errors.
+# Its drawings are graphviz sources in the tree (.dot), which Sphinx's
+# graphviz extension renders at build time.
+project = "rpage"
+copyright = "the rpage authors"
+extensions = ["sphinx.ext.graphviz"]
+graphviz_output_format = "svg"
+master_doc = "index"
+exclude_patterns = []
+html_theme = "classic"
