@@ -294,6 +294,7 @@ barrier rping-done
 run_test rpage_unload rpage_unload
 run_test "config_survives_a_reload_on_$RPAGE_NODE" \
 	rt_do "$CFG_BARRIERS" "test_config_survives_reload_$RPAGE_NODE"
+cfg_cleanup
 
 run_test rpage_load_two_qps_per_peer rpage_load_pair
 run_test "mutual_connect_on_$RPAGE_NODE" test_mutual_connect

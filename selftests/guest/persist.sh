@@ -112,6 +112,7 @@ test_config_survives_reload_b() {
 	id=$(cfg_node_id)
 	expect_eq "$id" "$(( CFG_NODE_B ))" "node id from node-id" || return
 	cfg_connected || return
+	wait_until 10 test -c "$node" || fail "no $node" || return
 	peer_id=$(peer_field "$PEER" node_id)
 	# The mapping works: a pattern written through it and evicted is in
 	# A's pool.
@@ -140,6 +141,7 @@ test_config_survives_reload_b() {
 	cfg_setup "$CFG_DIR" start || fail "rpage-setup start, from the save" || return
 	expect_eq "$(cfg_node_id)" "$id" "node id after the reload" || return
 	cfg_connected || return
+	wait_until 10 test -c "$node" || fail "no $node after the reload" || return
 	peer_id2=$(peer_field "$PEER" node_id)
 	expect_eq "$peer_id2" "$peer_id" "A's node id, as B sees it, after the reload" || return
 	expect_eq "$(stat -c '%U %G %a' "$node")" "nobody nogroup 640" "the node's owner, group and mode" || return
@@ -151,4 +153,12 @@ test_config_survives_reload_b() {
 	barrier cfg-b-up2 || return
 	barrier cfg-done || return
 	cfg_setup "$CFG_DIR" stop || fail "rpage-setup stop at the end"
+}
+
+# After the test, pass or fail: rpage.ko unloaded, for the tests after it,
+# which load it their own way.
+cfg_cleanup() {
+	if [ -d /sys/module/rpage ]; then
+		rmmod rpage || echo "# config test: rpage.ko could not be unloaded"
+	fi
 }
