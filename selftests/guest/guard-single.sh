@@ -242,7 +242,8 @@ for line in sys.stdin:
         print("refused %d" % e.errno, flush=True)
 ' "$1"
 	}
-	read -r -t 10 -u "${GUARD_MEMFD[0]}" GUARD_MEMFD_PATH
+	# Python starts in seconds on the debug kernel, not in tenths.
+	read -r -t $((10 * RPAGE_SLOW)) -u "${GUARD_MEMFD[0]}" GUARD_MEMFD_PATH
 }
 
 guard_memfd_end() {
