@@ -146,44 +146,6 @@ test_reads_fail_cleanly_when_peer_deleted() {
 }
 
 FAULT=$SELFTESTS/rpage_fault
-TRACEFS=/sys/kernel/tracing
-
-trace_count() {
-	grep -c " $1: " "$TRACEFS/trace"
-}
-
-# An empty trace buffer, and tracing that does not record task names:
-# that recording hooks the scheduler's own tracepoints at every first
-# enable and last disable, and patching those (text_poke_bp) while the
-# other vCPU runs __schedule once hung a 2-vCPU TCG guest (soft lockup,
-# the other CPU looping in its int3 handler; no rpage code involved).
-trace_setup() {
-	[ -e "$TRACEFS/events" ] || mount -t tracefs nodev "$TRACEFS" || return
-	[ -d "$TRACEFS/events/rpage" ] || fail "no events/rpage in tracefs" || return
-	echo 0 > "$TRACEFS/options/record-cmd" || return
-	echo > "$TRACEFS/trace"
-}
-
-# traced EVENTS COMMAND...: runs COMMAND while the rpage tracepoints
-# EVENTS (comma-separated names, or "all") record into an empty buffer;
-# returns COMMAND's status.
-traced() {
-	local events=$1 event rc
-	shift
-	trace_setup || return
-	if [ "$events" = all ]; then
-		echo 1 > "$TRACEFS/events/rpage/enable" || return
-	else
-		for event in ${events//,/ }; do
-			echo 1 > "$TRACEFS/events/rpage/$event/enable" || return
-		done
-	fi
-	"$@"
-	rc=$?
-	echo 0 > "$TRACEFS/events/rpage/enable"
-	return "$rc"
-}
-
 # The successful READs of PAGES pages each in the trace.
 reads_of() {
 	grep -c " rpage_io_done: .* READ pages=$1 status=0 " "$TRACEFS/trace"
