@@ -55,6 +55,8 @@ void rpage_conn_init(struct rpage_conn *conn, struct rpage_peer *peer,
 	init_rwsem(&conn->users);
 	spin_lock_init(&conn->detached_lock);
 	INIT_LIST_HEAD(&conn->detached);
+	atomic_set(&conn->async_runs, 0);
+	INIT_WORK(&conn->poll_work, rpage_rdma_poll_work_fn);
 	init_waitqueue_head(&conn->cq_wait);
 }
 

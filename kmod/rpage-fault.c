@@ -15,7 +15,9 @@
  * for without mmap_lock, when the fault allows (FAULT_FLAG_ALLOW_RETRY):
  * the handler drops it and answers VM_FAULT_RETRY, and the retried fault
  * finds the page, as filemap_fault() does for I/O. A fault that may not
- * wait (FAULT_FLAG_RETRY_NOWAIT) only starts the READ. Prefetch puts the
+ * wait (FAULT_FLAG_RETRY_NOWAIT) only starts the READ: it posts it itself
+ * (rpage_xfer_start(); RDMA and loop), the folio unlocked where its
+ * completion is polled, or over TCP hands it to a worker. Prefetch puts the
  * absent pages of its range in the page cache a chunk at a time and
  * reads them from a worker, up to a queue depth of READs at a time; each
  * folio is unlocked, up to date, as its READ completes. A folio whose
@@ -38,8 +40,9 @@
 #define RPAGE_RA_MAX		64
 #define RPAGE_RA_MAX_STRIDE	64
 
-/* Prefetches without RPAGE_PREFETCH_WAIT, read-ahead, and reads started
- * for FAULT_FLAG_RETRY_NOWAIT faults run here.
+/*
+ * Prefetches without RPAGE_PREFETCH_WAIT, read-ahead, and the reads of
+ * FAULT_FLAG_RETRY_NOWAIT faults that could not post their own run here.
  */
 static struct workqueue_struct *rpage_prefetch_wq;
 
@@ -634,16 +637,113 @@ static void rpage_readahead(struct rpage_mapping *map, unsigned long index,
 		rpage_prefetch_free(run);
 }
 
+/**
+ * struct rpage_fault_async - the READ of a fault that may not wait, which
+ *	the fault posted and left
+ * @x: the transfer.
+ * @range: its one range.
+ * @map: the mapping, referenced.
+ * @page: the page of the folio read into, locked, referenced.
+ * @index: its index in the mapping.
+ * @work: drops the last reference to @map, where the READ's end cannot.
+ */
+struct rpage_fault_async {
+	struct rpage_xfer x;
+	struct rpage_xfer_range range;
+	struct rpage_mapping *map;
+	struct page *page;
+	unsigned long index;
+	struct work_struct work;
+};
+
+static void rpage_fault_async_free_fn(struct work_struct *work)
+{
+	struct rpage_fault_async *fa = container_of(work, struct rpage_fault_async,
+						    work);
+
+	rpage_map_put(fa->map);
+	kfree(fa);
+}
+
+/*
+ * The READ a fault posted ended, in the context that polled its
+ * completion (another transfer's task, a worker) or the fault's own: the
+ * folio is unlocked up to date, or leaves the page cache, and the retried
+ * fault reads it with rpage_xfer(), riding through an outage as every
+ * fault does. Nothing here sleeps. The last reference to the mapping
+ * (its inode, its pages) is dropped by a worker, never in a poller that
+ * may be in the middle of another transfer on the queue pair.
+ */
+static void rpage_fault_async_end(struct rpage_xfer *x, int status)
+{
+	struct rpage_fault_async *fa = x->priv;
+	struct rpage_mapping *map = fa->map;
+	struct folio *folio = page_folio(fa->page);
+
+	if (status || !rpage_map_folio_ready(map, folio)) {
+		rpage_folio_drop(map, folio);
+	} else {
+		folio_unlock(folio);
+		folio_put(folio);
+	}
+	if (refcount_dec_not_one(&map->ref.refcount)) {
+		kfree(fa);
+		return;
+	}
+	INIT_WORK(&fa->work, rpage_fault_async_free_fn);
+	queue_work(rpage_prefetch_wq, &fa->work);
+}
+
+/*
+ * Posts the READ of page @index into @folio (new, locked) from the fault
+ * itself, and leaves it: true if it is on its way. False if it could not
+ * be started without waiting (the peer reconnecting, its queue full, a
+ * transport that waits for every page): nothing changed.
+ */
+static bool rpage_fault_post_read(struct rpage_mapping *map,
+				  struct folio *folio, pgoff_t index)
+{
+	struct rpage_fault_async *fa;
+	struct rpage_peer *peer;
+	int ret;
+
+	fa = kmalloc(sizeof(*fa), GFP_KERNEL);
+	if (!fa)
+		return false;
+	fa->index = index;
+	fa->page = folio_page(folio, 0);
+	rpage_map_xfer_init(map, &fa->x, &fa->range, false, &fa->index,
+			    &fa->page, 1);
+	fa->x.end = rpage_fault_async_end;
+	fa->x.priv = fa;
+	kref_get(&map->ref);
+	fa->map = map;
+	/* The READ may end, and @fa go, before the call returns. */
+	peer = fa->x.peer;
+	ret = rpage_xfer_start(&fa->x);
+	if (peer)
+		rpage_peer_put(peer);
+	if (!ret)
+		return true;
+	rpage_map_put(map);
+	kfree(fa);
+	return false;
+}
+
 /*
  * A fault that may not wait (FAULT_FLAG_RETRY_NOWAIT: KVM's asynchronous
- * page faults, GUP with FOLL_NOWAIT) put @folio, locked, at @index: its
- * READ runs in the background, which takes the folio over, and the fault
- * is retried once the page is here.
+ * page faults, GUP with FOLL_NOWAIT) put @folio, locked, at @index: it
+ * posts the READ itself where the transport can start one without
+ * waiting (RDMA, loop); else the READ runs in a worker. Either takes the
+ * folio over, and the fault is retried once the page is here.
  */
 static void rpage_fault_start_read(struct rpage_mapping *map,
 				   struct folio *folio, pgoff_t index)
 {
 	struct rpage_prefetch_run *run;
+
+	if (rpage_fault_post_read(map, folio, index))
+		return;
 
 	run = rpage_prefetch_alloc(map, index, 1, 0, 1, NULL);
 	if (!run) {

@@ -271,6 +271,17 @@ static int rpage_loop_xfer_move(struct rpage_xfer_run *run)
 	return 0;
 }
 
+/*
+ * A copy never waits for a network: a transfer that may not wait
+ * (rpage_xfer_start()) is done at once, in the caller's context.
+ */
+static int rpage_loop_xfer_start(struct rpage_xfer_run *run)
+{
+	int ret = rpage_loop_xfer_move(run);
+
+	return ret ?: 1;
+}
+
 /* Gives the loop back. */
 static void rpage_loop_xfer_end(struct rpage_xfer_run *run)
 {
@@ -295,5 +306,6 @@ const struct rpage_transport_ops rpage_loop_transport = {
 	.run_free	= rpage_loop_run_free,
 	.xfer_begin	= rpage_loop_xfer_begin,
 	.xfer_move	= rpage_loop_xfer_move,
+	.xfer_start	= rpage_loop_xfer_start,
 	.xfer_end	= rpage_loop_xfer_end,
 };

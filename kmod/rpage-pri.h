@@ -212,7 +212,13 @@ struct rpage_peer;
  * @hb_seq: heartbeats sent on it.
  * @detached_lock: protects @detached.
  * @detached: transfers of killed tasks whose work requests are still in
- *	flight on it (the RDMA transport's runs, which free themselves).
+ *	flight on it, and transfers started without waiting
+ *	(rpage_xfer_start()): the RDMA transport's runs, which free
+ *	themselves.
+ * @async_runs: how many of @detached were started without waiting: while
+ *	there are any, @cq's interrupt has @poll_work poll for them, as
+ *	nobody waits on them.
+ * @poll_work: polls @cq for the runs nobody waits on.
  * @tp: the transport's own state of the connection, if it keeps any
  *	there (TCP: its socket, struct rpage_tcp_queue).
  */
@@ -239,6 +245,8 @@ struct rpage_conn {
 	u64 hb_seq;
 	spinlock_t detached_lock;	/* see kernel-doc */
 	struct list_head detached;
+	atomic_t async_runs;
+	struct work_struct poll_work;
 	void *tp;
 };
 
@@ -579,6 +587,14 @@ struct rpage_xfer_run;
  *	-EDEADLK if the transport could not get pages back (it set the
  *	run's ->leaked: the pages and the run are never given back); else
  *	an error a retry cannot fix.
+ * @xfer_start: instead of @xfer_move, for rpage_xfer_start(): posts the
+ *	pages of the run without waiting for them, the pools held. 0: they
+ *	are on their way, and the run is the transport's from @xfer_end on:
+ *	it calls rpage_xfer_started_end() once they are moved or the
+ *	attempt failed, then frees the run. 1: every page is moved already
+ *	(the run stays the core's). Else an error, nothing in flight, the
+ *	run the core's. NULL: the transport cannot move pages without
+ *	waiting for them.
  * @xfer_end: ends the attempt: gives the channel back.
  */
 struct rpage_transport_ops {
@@ -604,6 +620,7 @@ struct rpage_transport_ops {
 	void (*run_free)(struct rpage_xfer_run *run);
 	int (*xfer_begin)(struct rpage_xfer_run *run);
 	int (*xfer_move)(struct rpage_xfer_run *run);
+	int (*xfer_start)(struct rpage_xfer_run *run);
 	void (*xfer_end)(struct rpage_xfer_run *run);
 };
 
@@ -625,6 +642,8 @@ struct rpage_transport_ops {
  *	Every page is reported exactly once.
  * @slow: if set, called once (in the caller's context) before the
  *	transfer first waits for long; the fault path drops mmap_lock.
+ * @end: for rpage_xfer_start() only: called once when the transfer
+ *	ended, with 0 or an errno; see there.
  * @priv: the caller's.
  */
 struct rpage_xfer {
@@ -640,6 +659,7 @@ struct rpage_xfer {
 	void (*done)(struct rpage_xfer *x, unsigned long first,
 		     unsigned long nr, int status);
 	void (*slow)(struct rpage_xfer *x);
+	void (*end)(struct rpage_xfer *x, int status);
 	void *priv;
 };
 
@@ -924,6 +944,8 @@ long rpage_ioctl_peer_fault_stats(struct rpage_file *rfile, void __user *argp);
 
 /* rpage-xfer.c */
 int rpage_xfer(struct rpage_xfer *x);
+int rpage_xfer_start(struct rpage_xfer *x);
+void rpage_xfer_started_end(struct rpage_xfer_run *run, int status);
 void rpage_xfer_locate(struct rpage_xfer_run *run, unsigned long g,
 		       const struct rpage_rpool **rpool, u64 *offset);
 void rpage_xfer_moved(struct rpage_xfer_run *run, unsigned long first,
@@ -961,10 +983,12 @@ struct rpage_xfer_run *rpage_rdma_run_alloc(struct rpage_xfer *x, size_t tail,
 					    void **tailp);
 void rpage_rdma_run_free(struct rpage_xfer_run *run);
 int rpage_rdma_xfer_begin(struct rpage_xfer_run *run);
+int rpage_rdma_xfer_start(struct rpage_xfer_run *run);
 int rpage_rdma_xfer_move(struct rpage_xfer_run *run);
 void rpage_rdma_xfer_end(struct rpage_xfer_run *run);
 void rpage_rdma_conn_drain(struct rpage_conn *conn);
 void rpage_rdma_cq_event(struct ib_cq *cq, void *ctx);
+void rpage_rdma_poll_work_fn(struct work_struct *work);
 
 /* rpage-io.c */
 long rpage_ioctl_read(struct rpage_file *rfile, void __user *argp);

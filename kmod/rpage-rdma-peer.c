@@ -210,5 +210,6 @@ const struct rpage_transport_ops rpage_rdma_transport = {
 	.run_free	= rpage_rdma_run_free,
 	.xfer_begin	= rpage_rdma_xfer_begin,
 	.xfer_move	= rpage_rdma_xfer_move,
+	.xfer_start	= rpage_rdma_xfer_start,
 	.xfer_end	= rpage_rdma_xfer_end,
 };

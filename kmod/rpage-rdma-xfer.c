@@ -32,6 +32,13 @@
  * point at referenced until then; whoever polls their completions
  * settles them, and the last frees the run. A queue pair being torn
  * down polls for those still in flight before it goes.
+ *
+ * A transfer started without waiting (rpage_xfer_start(): the READ of a
+ * fault that may not wait) is detached from the start: posted by the
+ * faulting task, which then goes; whoever polls its completion ends it.
+ * As nobody may be polling, the queue is asked to interrupt, and while
+ * such runs are in flight its interrupt has a worker poll
+ * (rpage_rdma_poll_work_fn()).
  */
 #include "rpage-pri.h"
 #include "rpage-trace.h"
@@ -95,8 +102,11 @@ struct rpage_rdma_op {
  * @run: what the core keeps of it.
  * @conn: the queue pair of the current attempt, its users held.
  * @lock: orders a work request completing against the run detaching.
- * @detached: its task was killed and left its work requests in flight:
- *	the run frees itself once they and the task are done with it.
+ * @detached: its task was killed and left its work requests in flight,
+ *	or it was started without waiting: the run frees itself once they
+ *	and the task are done with it.
+ * @async: started without waiting (rpage_rdma_xfer_start()): its end is
+ *	told to the core.
  * @entry: a detached run's link in its queue pair's @detached list.
  * @kept: a detached run's pages, by slot: RPAGE_IO_MAX_SGE each, held
  *	until the slot's work request completes.
@@ -115,6 +125,7 @@ struct rpage_rdma_run {
 	struct rpage_conn *conn;
 	spinlock_t lock;		/* see kernel-doc */
 	bool detached;
+	bool async;
 	struct list_head entry;
 	struct page **kept;
 	atomic_t pending;
@@ -142,6 +153,32 @@ static void rpage_rdma_detached_free(struct rpage_rdma_run *rr)
 	spin_unlock(&conn->detached_lock);
 	kfree(rr->kept);
 	kvfree(rr);
+}
+
+/*
+ * A run started without waiting ended: all its work requests completed
+ * (with @failed if one did not succeed), or its queue pair's teardown
+ * gave up on them. The core is told, and the run goes.
+ */
+static void rpage_rdma_async_end(struct rpage_rdma_run *rr, bool failed)
+{
+	struct rpage_conn *conn = rr->conn;
+
+	rpage_xfer_started_end(&rr->run, failed ? -EIO : 0);
+	atomic_dec(&conn->async_runs);
+	rpage_rdma_detached_free(rr);
+}
+
+/* Whether a work request of @rr completed with an error. */
+static bool rpage_rdma_any_failed(struct rpage_rdma_run *rr)
+{
+	unsigned int i;
+
+	for (i = 0; i < rr->nr_slots; i++)
+		if (rr->ops[i].state == RPAGE_OP_DONE &&
+		    rr->ops[i].wc_status != IB_WC_SUCCESS)
+			return true;
+	return false;
 }
 
 /*
@@ -193,8 +230,12 @@ static void rpage_rdma_op_done(struct ib_cq *cq, struct ib_wc *wc)
 	 * The owner may free @run once this reaches zero: touch it last.
 	 * A detached run holds one for its task: the last one out frees it.
 	 */
-	if (atomic_dec_and_test(&rr->pending) && detached)
-		rpage_rdma_detached_free(rr);
+	if (atomic_dec_and_test(&rr->pending) && detached) {
+		if (rr->async)
+			rpage_rdma_async_end(rr, rpage_rdma_any_failed(rr));
+		else
+			rpage_rdma_detached_free(rr);
+	}
 	/*
 	 * Its owner may be asleep (rpage_rdma_wait()): @rr is its key, only
 	 * compared. @conn outlives this: whoever polls holds it.
@@ -209,16 +250,21 @@ static void rpage_rdma_op_done(struct ib_cq *cq, struct ib_wc *wc)
  * @cq: an outbound connection's send completion queue.
  * @ctx: the connection.
  *
- * Only a transfer going to sleep asks for one, and it comes once: any
- * completion after the request. Any context (a device's hard interrupt):
- * it only wakes one sleeper, which polls for everyone and wakes each
- * owner of a completion it finds; the others sleep on.
+ * A transfer going to sleep asks for one, and so does one started
+ * without waiting; it comes once: any completion after the request. Any
+ * context (a device's hard interrupt): it only wakes one sleeper, which
+ * polls for everyone and wakes each owner of a completion it finds (the
+ * others sleep on), and, while transfers nobody waits for are in
+ * flight, has a worker poll for them.
  */
 void rpage_rdma_cq_event(struct ib_cq *cq, void *ctx)
 {
 	struct rpage_conn *conn = ctx;
 
 	rpage_xfer_wake_one(&conn->cq_wait);
+	/* Transfers nobody waits for: a worker polls for them. */
+	if (atomic_read(&conn->async_runs))
+		queue_work(system_highpri_wq, &conn->poll_work);
 }
 
 /* Where page @g of the transfer is in its pool: address and key. */
@@ -427,28 +473,15 @@ static void rpage_rdma_abandon(struct rpage_rdma_run *rr)
 }
 
 /*
- * The task of @rr was killed with work requests in flight: it leaves
- * them to complete without it. The pages they point at are held until
- * each completes, and the run is freed by the last of them or by the
- * task's rpage_rdma_run_free(), whichever comes last; the queue pair
- * goes on serving everyone else. False (nothing changed) without the
- * memory for it.
+ * Holds, in @rr->kept, the pages its work requests in flight point at,
+ * and marks it detached: from then on each completion gives its pages
+ * back. A work request completed already holds none.
  */
-static bool rpage_rdma_detach(struct rpage_rdma_run *rr)
+static void rpage_rdma_keep_posted(struct rpage_rdma_run *rr)
 {
 	struct rpage_xfer *x = rr->run.x;
-	struct rpage_conn *conn = rr->conn;
 	unsigned int i, p;
 
-	rr->kept = kcalloc(rr->nr_slots * RPAGE_IO_MAX_SGE, sizeof(*rr->kept),
-			   GFP_KERNEL | __GFP_NOWARN);
-	if (!rr->kept)
-		return false;
-	/* The task's own count, until rpage_rdma_run_free(). */
-	atomic_inc(&rr->pending);
-	spin_lock(&conn->detached_lock);
-	list_add_tail(&rr->entry, &conn->detached);
-	spin_unlock(&conn->detached_lock);
 	spin_lock(&rr->lock);
 	for (i = 0; i < rr->nr_slots; i++) {
 		struct rpage_rdma_op *op = &rr->ops[i];
@@ -464,6 +497,30 @@ static bool rpage_rdma_detach(struct rpage_rdma_run *rr)
 	}
 	rr->detached = true;
 	spin_unlock(&rr->lock);
+}
+
+/*
+ * The task of @rr was killed with work requests in flight: it leaves
+ * them to complete without it. The pages they point at are held until
+ * each completes, and the run is freed by the last of them or by the
+ * task's rpage_rdma_run_free(), whichever comes last; the queue pair
+ * goes on serving everyone else. False (nothing changed) without the
+ * memory for it.
+ */
+static bool rpage_rdma_detach(struct rpage_rdma_run *rr)
+{
+	struct rpage_conn *conn = rr->conn;
+
+	rr->kept = kcalloc(rr->nr_slots * RPAGE_IO_MAX_SGE, sizeof(*rr->kept),
+			   GFP_KERNEL | __GFP_NOWARN);
+	if (!rr->kept)
+		return false;
+	/* The task's own count, until rpage_rdma_run_free(). */
+	atomic_inc(&rr->pending);
+	spin_lock(&conn->detached_lock);
+	list_add_tail(&rr->entry, &conn->detached);
+	spin_unlock(&conn->detached_lock);
+	rpage_rdma_keep_posted(rr);
 	return true;
 }
 
@@ -473,13 +530,16 @@ static bool rpage_rdma_detach(struct rpage_rdma_run *rr)
  *
  * Polls its completion queue for the work requests of detached runs,
  * flushed by now, for the flush's grace at most: those the device keeps
- * past it are left to it, with their pages and runs, for good.
+ * past it are left to it, with their pages and runs, for good (a run
+ * started without waiting is ended as failed, its pages still held).
+ * Then nothing is left for its interrupt's worker to poll.
  */
 void rpage_rdma_conn_drain(struct rpage_conn *conn)
 {
 	unsigned long deadline = jiffies +
 		rpage_flush_grace(READ_ONCE(rpage_io_timeout_ms));
-	struct rpage_rdma_run *rr;
+	struct rpage_rdma_run *rr, *tmp;
+	LIST_HEAD(kept);
 	bool left;
 
 	for (;;) {
@@ -495,16 +555,24 @@ void rpage_rdma_conn_drain(struct rpage_conn *conn)
 		usleep_range(100, 1000);
 	}
 	spin_lock(&conn->detached_lock);
-	list_for_each_entry(rr, &conn->detached, entry) {
-		pr_err("peer %s: %d work requests of a killed task never completed; their pages are left to the device\n",
-		       conn->peer->name, atomic_read(&rr->pending) - 1);
+	/* The queue pair may be made again: they are its no more. */
+	list_splice_init(&conn->detached, &kept);
+	spin_unlock(&conn->detached_lock);
+	list_for_each_entry_safe(rr, tmp, &kept, entry) {
+		pr_err("peer %s: %d work requests of a %s never completed; their pages are left to the device\n",
+		       conn->peer->name, atomic_read(&rr->pending) - !rr->async,
+		       rr->async ? "transfer nobody waited for" : "killed task");
 		/* On purpose: what the device may still write to must stay. */
 		kmemleak_not_leak(rr);
 		kmemleak_not_leak(rr->kept);
+		INIT_LIST_HEAD(&rr->entry);
+		if (rr->async) {
+			/* Its caller reads the page again, into another. */
+			rpage_xfer_started_end(&rr->run, -EIO);
+			atomic_dec(&conn->async_runs);
+		}
 	}
-	/* The queue pair may be made again: they are its no more. */
-	INIT_LIST_HEAD(&conn->detached);
-	spin_unlock(&conn->detached_lock);
+	cancel_work_sync(&conn->poll_work);
 }
 
 /*
@@ -516,6 +584,27 @@ static bool rpage_rdma_cq_arm(struct rpage_conn *conn)
 {
 	return ib_req_notify_cq(conn->cq, IB_CQ_NEXT_COMP |
 				IB_CQ_REPORT_MISSED_EVENTS) > 0;
+}
+
+/**
+ * rpage_rdma_poll_work_fn - polls a send queue for transfers nobody waits for
+ * @work: the &rpage_conn.poll_work of an outbound connection.
+ *
+ * Queued by the queue's interrupt while transfers started without waiting
+ * are in flight on it; polls everything there, as any poller does, and
+ * asks for the next interrupt while such transfers are left. Cancelled
+ * by the connection's teardown (rpage_rdma_conn_drain()) before its
+ * queue goes, once none is left.
+ */
+void rpage_rdma_poll_work_fn(struct work_struct *work)
+{
+	struct rpage_conn *conn = container_of(work, struct rpage_conn,
+					       poll_work);
+
+	do {
+		while (ib_process_cq_direct(conn->cq, RPAGE_XFER_BATCH) > 0)
+			cond_resched();
+	} while (atomic_read(&conn->async_runs) && rpage_rdma_cq_arm(conn));
 }
 
 /*
@@ -713,11 +802,61 @@ int rpage_rdma_xfer_move(struct rpage_xfer_run *run)
 	return ret;
 }
 
+/*
+ * Posts the run's page (rpage_xfer_start()) and leaves it to complete,
+ * detached: the pages it points at are held until it does, its end told
+ * by whoever polls the completion, or by the queue pair's teardown. The
+ * run holds one more count (its starter's) until rpage_rdma_xfer_end().
+ */
+int rpage_rdma_xfer_start(struct rpage_xfer_run *run)
+{
+	struct rpage_rdma_run *rr = container_of(run, struct rpage_rdma_run, run);
+	struct rpage_conn *conn = rr->conn;
+	int ret;
+
+	rr->kept = kcalloc(rr->nr_slots * RPAGE_IO_MAX_SGE, sizeof(*rr->kept),
+			   GFP_KERNEL | __GFP_NOWARN);
+	if (!rr->kept)
+		return -ENOMEM;
+	/* Before the post: its completion never finds the run at zero. */
+	atomic_inc(&rr->pending);
+	rr->async = true;
+	atomic_inc(&conn->async_runs);
+	spin_lock(&conn->detached_lock);
+	list_add_tail(&rr->entry, &conn->detached);
+	spin_unlock(&conn->detached_lock);
+	ret = rpage_rdma_post(rr);
+	/* Its one page not posted: the send queue is full. */
+	if (!ret && rr->next < run->x->nr_pages)
+		ret = -EAGAIN;
+	if (ret) {
+		/* Nothing of it is in flight: it is the core's again. */
+		spin_lock(&conn->detached_lock);
+		list_del_init(&rr->entry);
+		spin_unlock(&conn->detached_lock);
+		atomic_dec(&conn->async_runs);
+		rr->async = false;
+		atomic_dec(&rr->pending);
+		kfree(rr->kept);
+		rr->kept = NULL;
+		return ret;
+	}
+	rpage_rdma_keep_posted(rr);
+	/* Nobody may poll: the queue interrupts, or it has news already. */
+	if (rpage_rdma_cq_arm(conn))
+		queue_work(system_highpri_wq, &conn->poll_work);
+	return 0;
+}
+
 void rpage_rdma_xfer_end(struct rpage_xfer_run *run)
 {
 	struct rpage_rdma_run *rr = container_of(run, struct rpage_rdma_run, run);
+	struct rpage_conn *conn = rr->conn;
 
-	up_read(&rr->conn->users);
+	/* Started without waiting: the starter's count goes, maybe the last. */
+	if (rr->async && atomic_dec_and_test(&rr->pending))
+		rpage_rdma_async_end(rr, rpage_rdma_any_failed(rr));
+	up_read(&conn->users);
 }
 
 /*

@@ -349,3 +349,77 @@ int rpage_xfer(struct rpage_xfer *x)
 		run->ops->run_free(run);
 	return ret;
 }
+
+/**
+ * rpage_xfer_start - starts moving one page, without waiting for it
+ * @x: what to move: one page (a fault's that may not wait), with @x->end
+ *	set; @x, its range and its page array stay the caller's until
+ *	@x->end is called.
+ *
+ * Posts the transfer from the caller's context and returns: a fault that
+ * may not wait (FAULT_FLAG_RETRY_NOWAIT) puts its READ on the wire
+ * itself, with no hop to a worker first. Once the page is moved, or the
+ * attempt failed, @x->end is called once, with 0 or -EIO, in whichever
+ * context saw the transfer end: the caller's before this returns, or one
+ * that polled its completion (another transfer's task, a worker). It
+ * must not sleep, nor drop what that context may hold (the last
+ * reference to a mapping). One attempt only: no retry and no riding
+ * through an outage; a caller whose @x->end gets an error moves the page
+ * again with rpage_xfer(), which has both.
+ *
+ * Returns 0 once @x->end is called or will be. Otherwise nothing was
+ * started and @x->end is not called: EAGAIN (the peer not connected,
+ * its queue full), EOPNOTSUPP (its transport cannot move pages without
+ * waiting), or what rpage_xfer() would have failed with.
+ */
+int rpage_xfer_start(struct rpage_xfer *x)
+{
+	struct rpage_peer *peer = x->peer;
+	const struct rpage_transport_ops *ops;
+	struct rpage_xfer_run *run;
+	int ret;
+
+	if (!peer || x->nr_pages != 1 || !x->end)
+		return -EINVAL;
+	ops = peer->ops;
+	if (!ops->xfer_start)
+		return -EOPNOTSUPP;
+	run = rpage_xfer_run_alloc(x);
+	if (!run)
+		return -ENOMEM;
+	ret = ops->xfer_begin(run);
+	if (ret)
+		goto out;
+	run->range = 0;
+	run->range_start = 0;
+	/* The pools of another exporter (one reloaded) are not ours. */
+	if (x->node_id && x->node_id != READ_ONCE(peer->remote_node_id))
+		ret = -ESTALE;
+	else
+		ret = rpage_xfer_hold(run);
+	if (!ret)
+		ret = ops->xfer_start(run);
+	/* Its work requests name the pools' memory: they need them no more. */
+	rpage_xfer_release(run);
+	/* From here on, a run the transport started is its own. */
+	ops->xfer_end(run);
+	if (!ret)
+		return 0;
+	if (ret > 0) {
+		x->end(x, 0);
+		ret = 0;
+	}
+out:
+	ops->run_free(run);
+	return ret;
+}
+
+/**
+ * rpage_xfer_started_end - a transfer rpage_xfer_start() started ended
+ * @run: its run, which the transport frees after this.
+ * @status: 0 once every page is moved; else a transport failure.
+ */
+void rpage_xfer_started_end(struct rpage_xfer_run *run, int status)
+{
+	run->x->end(run->x, status ? -EIO : 0);
+}

@@ -37,24 +37,78 @@ test_named_setup() {
 	"$NAMED_PATTERN" fill self "$NAMED_POOL" 64M || fail "filling the pool"
 }
 
+# gup_map_add NAME: the named mapping NAME of the pool, and the test
+# module that faults as KVM does (/dev/rpage_gup_test), both there.
+gup_map_add() {
+	insmod "$RPAGE_GUP_KO" || fail "insmod rpage_gup_test" || return
+	"$RPAGECTL" map add "$1" peer self pool "$NAMED_POOL" || fail "map add" || return
+	wait_until 10 test -c "/dev/rpage-map/$1" && wait_until 10 test -c /dev/rpage_gup_test ||
+		fail "no /dev/rpage-map/$1 or /dev/rpage_gup_test"
+}
+
 # A fault taken as KVM takes one (get_user_pages with FOLL_NOWAIT, so
 # FAULT_FLAG_RETRY_NOWAIT) does not wait for its READ: it comes back
 # without the page and the READ goes on behind it; asked again, the page
 # is there, with the pool's bytes. Read or written alike; without
 # FOLL_NOWAIT the page comes at once (selftests/rpage_gup_fault.py).
+# The faulting task posts the READ itself, no worker in between: every
+# page's READ is posted (rpage_io_post) in the task's context.
 test_named_kvm_fault_does_not_wait() {
-	local node=/dev/rpage-map/kvm at
-	insmod "$RPAGE_GUP_KO" || fail "insmod rpage_gup_test" || return
-	"$RPAGECTL" map add kvm peer self pool "$NAMED_POOL" || fail "map add" || return
-	wait_until 10 test -c "$node" && wait_until 10 test -c /dev/rpage_gup_test ||
-		fail "no $node or /dev/rpage_gup_test" || return
+	local node=/dev/rpage-map/kvm at pid posts
+	gup_map_add kvm || return
 	for at in "$((40 << 20)) 16" "$((48 << 20)) 4 --write"; do
-		RPAGE_SLOW=$RPAGE_SLOW python3 "$RPAGE_REPO/selftests/rpage_gup_fault.py" \
+		traced rpage_io_post bash -c 'echo $$ > /tmp/gup.pid && exec "$@"' gup \
+			env RPAGE_SLOW="$RPAGE_SLOW" python3 "$RPAGE_REPO/selftests/rpage_gup_fault.py" \
 			"$node" $at > /tmp/gup.out || fail "faults as KVM's, at $at" || return
 		"$NAMED_PATTERN" check-file "$NAMED_POOL" - --offset "${at%% *}" < /tmp/gup.out ||
 			fail "the bytes of the pages got, at $at" || return
+		pid=$(cat /tmp/gup.pid)
+		# The task's column is <...>-PID (trace_setup records no names).
+		posts=$(awk -v t="-$pid" '/ rpage_io_post: /{ if (substr($1, length($1) - length(t) + 1) == t) n++ } END { print n + 0 }' \
+			"$TRACEFS/trace")
+		echo "# $posts READs posted by the faulting task $pid (pages at $at)"
+		set -- $at
+		[ "$posts" -ge "$2" ] ||
+			fail "the faulting task posted $posts READs for its $2 FOLL_NOWAIT faults: a worker posted them" || return
 	done
 	"$RPAGECTL" map del kvm && rmmod rpage_gup_test
+}
+
+# KVM's faults ride through the RDMA device going away: FOLL_NOWAIT
+# faults on 256 pages while rxe0 is deleted and added again. A READ a
+# fault posted fails flushed (its folio leaves the page cache and the
+# next fault reads it again); a fault that finds the peer reconnecting
+# has a worker read its page once the peer is back. Every page arrives,
+# with the pool's bytes, and the kernel log stays clean.
+# gup_pages_got N: rpage_gup_fault.py has reported N pages at least.
+gup_pages_got() {
+	[ "$(grep -c "bytes match" /tmp/gup.err)" -ge "$1" ]
+}
+
+test_named_kvm_faults_ride_through_device_removal() {
+	local node=/dev/rpage-map/kvm2 pid rc polls
+	gup_map_add kvm2 || return
+	# A page waits out the outage: a minute of FOLL_NOWAIT polls at most.
+	RPAGE_SLOW=$((RPAGE_SLOW * 6)) python3 "$RPAGE_REPO/selftests/rpage_gup_fault.py" \
+		"$node" $((56 << 20)) 256 > /tmp/gup.out 2> /tmp/gup.err &
+	pid=$!
+	# The outage meets faults: 20 pages got first.
+	wait_until 60 gup_pages_got 20 ||
+		fail "the faults never started" || return
+	rdma link delete rxe0 || fail "rdma link delete" || return
+	sleep 1
+	rdma link add rxe0 type rxe netdev eth0 || fail "rdma link add" || return
+	wait "$pid"
+	rc=$?
+	grep -v "bytes match" /tmp/gup.err
+	polls=$(sed -n 's/.*got after \([0-9]*\) polls.*/\1/p' /tmp/gup.err | sort -n | tail -n 1)
+	echo "# $(grep -c "bytes match" /tmp/gup.err) pages got, one after ${polls:-?} polls at most"
+	expect_eq "$rc" 0 "faults as KVM's through the device's removal" || return
+	[ "${polls:-0}" -ge 2 ] || fail "no fault waited for the device: the outage met none" || return
+	"$NAMED_PATTERN" check-file "$NAMED_POOL" - --offset $((56 << 20)) < /tmp/gup.out ||
+		fail "the bytes of the pages got" || return
+	wait_until 60 peer_is self connected || fail "self not connected again" || return
+	"$RPAGECTL" map del kvm2 && rmmod rpage_gup_test
 }
 
 # A mapping's pages are charged to the process whose memory they are.
@@ -641,6 +695,7 @@ test_named_unload_with_a_mapping() {
 tap_begin named
 run_test named_setup test_named_setup
 run_test named_kvm_fault_does_not_wait test_named_kvm_fault_does_not_wait
+run_test named_kvm_faults_ride_through_device_removal test_named_kvm_faults_ride_through_device_removal
 run_test named_pages_charged_to_their_process test_named_pages_charged_to_their_process
 run_test named_compaction_moves_pages test_named_compaction_moves_pages
 run_test named_map_add_makes_a_node_of_its_size_and_owner test_named_map_add_makes_a_node
