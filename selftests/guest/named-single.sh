@@ -52,26 +52,40 @@ gup_map_add() {
 # is there, with the pool's bytes. Read or written alike; without
 # FOLL_NOWAIT the page comes at once (selftests/rpage_gup_fault.py).
 # The faulting task posts the READ itself, no worker in between: every
-# page's READ is posted (rpage_io_post) in the task's context.
+# page's READ is posted (rpage_io_post) in the task's context. Over RDMA
+# and over the loop (whose copy is done at once).
 test_named_kvm_fault_does_not_wait() {
-	local node=/dev/rpage-map/kvm at pid posts
+	local map at pid posts
+	loop_peer_add lo-kvm "$NAMED_POOL" || return
 	gup_map_add kvm || return
-	for at in "$((40 << 20)) 16" "$((48 << 20)) 4 --write"; do
-		traced rpage_io_post bash -c 'echo $$ > /tmp/gup.pid && exec "$@"' gup \
-			env RPAGE_SLOW="$RPAGE_SLOW" python3 "$RPAGE_REPO/selftests/rpage_gup_fault.py" \
-			"$node" $at > /tmp/gup.out || fail "faults as KVM's, at $at" || return
-		"$NAMED_PATTERN" check-file "$NAMED_POOL" - --offset "${at%% *}" < /tmp/gup.out ||
-			fail "the bytes of the pages got, at $at" || return
-		pid=$(cat /tmp/gup.pid)
-		# The task's column is <...>-PID (trace_setup records no names).
-		posts=$(awk -v t="-$pid" '/ rpage_io_post: /{ if (substr($1, length($1) - length(t) + 1) == t) n++ } END { print n + 0 }' \
-			"$TRACEFS/trace")
-		echo "# $posts READs posted by the faulting task $pid (pages at $at)"
-		set -- $at
-		[ "$posts" -ge "$2" ] ||
-			fail "the faulting task posted $posts READs for its $2 FOLL_NOWAIT faults: a worker posted them" || return
+	"$RPAGECTL" map add kvm-lo peer lo-kvm pool "$NAMED_POOL" || fail "map add kvm-lo" || return
+	wait_until 10 test -c /dev/rpage-map/kvm-lo || fail "no /dev/rpage-map/kvm-lo" || return
+	for map in kvm kvm-lo; do
+		for at in "$((40 << 20)) 16" "$((48 << 20)) 4 --write"; do
+			# Other pages of the pool: the first touch of each.
+			[ "$map" = kvm ] || at="$(( ${at%% *} - (32 << 20) )) ${at#* }"
+			traced rpage_io_post bash -c 'echo $$ > /tmp/gup.pid && exec "$@"' gup \
+				env RPAGE_SLOW="$RPAGE_SLOW" python3 "$RPAGE_REPO/selftests/rpage_gup_fault.py" \
+				"/dev/rpage-map/$map" $at > /tmp/gup.out || fail "faults as KVM's on $map, at $at" || return
+			"$NAMED_PATTERN" check-file "$NAMED_POOL" - --offset "${at%% *}" < /tmp/gup.out ||
+				fail "the bytes of the pages got on $map, at $at" || return
+			pid=$(cat /tmp/gup.pid)
+			# The task's column is <...>-PID (trace_setup records no names).
+			posts=$(awk -v t="-$pid" '/ rpage_io_post: /{ if (substr($1, length($1) - length(t) + 1) == t) n++ } END { print n + 0 }' \
+				"$TRACEFS/trace")
+			echo "# $map: $posts READs posted by the faulting task $pid (pages at $at)"
+			set -- $at
+			[ "$posts" -ge "$2" ] ||
+				fail "$map: the faulting task posted $posts READs for its $2 FOLL_NOWAIT faults: a worker posted them" || return
+		done
 	done
-	"$RPAGECTL" map del kvm && rmmod rpage_gup_test
+	"$RPAGECTL" map del kvm && "$RPAGECTL" map del kvm-lo && "$RPAGECTL" peer del lo-kvm &&
+		rmmod rpage_gup_test
+}
+
+# gup_pages_got N: rpage_gup_fault.py has reported N pages at least.
+gup_pages_got() {
+	[ "$(grep -c "bytes match" /tmp/gup.err)" -ge "$1" ]
 }
 
 # KVM's faults ride through the RDMA device going away: FOLL_NOWAIT
@@ -80,11 +94,6 @@ test_named_kvm_fault_does_not_wait() {
 # next fault reads it again); a fault that finds the peer reconnecting
 # has a worker read its page once the peer is back. Every page arrives,
 # with the pool's bytes, and the kernel log stays clean.
-# gup_pages_got N: rpage_gup_fault.py has reported N pages at least.
-gup_pages_got() {
-	[ "$(grep -c "bytes match" /tmp/gup.err)" -ge "$1" ]
-}
-
 test_named_kvm_faults_ride_through_device_removal() {
 	local node=/dev/rpage-map/kvm2 pid rc polls
 	gup_map_add kvm2 || return
