@@ -749,13 +749,13 @@ struct rpage_mapping {
 	struct rcu_head rcu;
 };
 
-/* How a fault ended, for its tracepoint. */
+/* How a fault ended, for its tracepoint: the UAPI's numbers. */
 enum rpage_fault_result {
-	RPAGE_FAULT_FETCHED,
-	RPAGE_FAULT_MINOR,
-	RPAGE_FAULT_WAITED,
-	RPAGE_FAULT_SIGBUS,
-	RPAGE_FAULT_RETRY,
+	RPAGE_FAULT_FETCHED	= RPAGE_FAULT_END_FETCHED,
+	RPAGE_FAULT_MINOR	= RPAGE_FAULT_END_MINOR,
+	RPAGE_FAULT_WAITED	= RPAGE_FAULT_END_WAITED,
+	RPAGE_FAULT_SIGBUS	= RPAGE_FAULT_END_SIGBUS,
+	RPAGE_FAULT_RETRY	= RPAGE_FAULT_END_RETRY,
 };
 
 /* The mmap offset of mapping @id, in pages; ids have 19 bits. */

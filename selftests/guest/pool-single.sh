@@ -174,6 +174,23 @@ test_tracepoints_see_faults() {
 	[ "$(trace_count rpage_io_done)" -ge 64 ] || fail "io_done events"
 }
 
+# The numbers of rpage_fault_end's result, which bpftrace and perf
+# scripts see, are those the UAPI header gives (RPAGE_FAULT_END_*): the
+# tracepoint's format names each number, and each name's number there
+# is the header's.
+test_tracepoint_results_are_the_uapi_numbers() {
+	local fmt want got
+	trace_setup || return
+	fmt=$(grep '^print fmt' "$TRACEFS/events/rpage/rpage_fault_end/format") ||
+		fail "no format for rpage_fault_end" || return
+	want=$(sed -n 's/^\s*RPAGE_FAULT_END_\([A-Z]*\)\s*= \([0-9]*\),.*/\2 \L\1/p' \
+		"$RPAGE_REPO/include/uapi/linux/rpage.h" | sort)
+	got=$(grep -o '{ [0-9]*, "[a-z]*" }' <<< "$fmt" | sed 's/{ \([0-9]*\), "\([a-z]*\)" }/\1 \2/' | sort)
+	echo "$got" | tr '\n' ' '; echo
+	[ "$(wc -l <<< "$want")" -eq 5 ] || fail "the header's RPAGE_FAULT_END_*: $want" || return
+	expect_eq "$got" "$want" "rpage_fault_end's results against the UAPI header"
+}
+
 # A run of adjacent pages goes as one READ per RPAGE_IO_MAX_SGE (16)
 # pages, and a READ never spans two of the pool's 2 MiB regions: one
 # range of 256 KiB across the first boundary is 2 + 2 READs of 16 pages,
@@ -765,6 +782,7 @@ tap_end
 
 tap_begin fault-single
 run_test tracepoints_see_the_fault_path test_tracepoints_see_faults
+run_test tracepoint_results_are_the_uapi_numbers test_tracepoint_results_are_the_uapi_numbers
 run_test adjacent_pages_share_one_read test_adjacent_pages_share_a_read
 run_test ranges_of_a_call_in_flight_together test_ranges_of_a_call_in_flight_together
 run_test adjacent_ranges_share_a_read test_adjacent_ranges_share_a_read

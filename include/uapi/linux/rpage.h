@@ -294,6 +294,28 @@ enum {
 	RPAGE_PEER_FAILED	= 4,
 };
 
+/*
+ * How a fault ended: the result field of the tracepoint
+ * rpage:rpage_fault_end, which its text output prints by name and
+ * bpftrace and perf scripts see as these numbers.
+ */
+enum {
+	/* It read its page from the peer. */
+	RPAGE_FAULT_END_FETCHED	= 0,
+	/* The page was here already. */
+	RPAGE_FAULT_END_MINOR	= 1,
+	/* It waited for a READ in flight: another fault's or a prefetch's. */
+	RPAGE_FAULT_END_WAITED	= 2,
+	/* The page could not be read: SIGBUS. */
+	RPAGE_FAULT_END_SIGBUS	= 3,
+	/*
+	 * Answered VM_FAULT_RETRY: it dropped mmap_lock to wait, or could
+	 * not wait at all (FAULT_FLAG_RETRY_NOWAIT); the retried fault ends
+	 * again.
+	 */
+	RPAGE_FAULT_END_RETRY	= 4,
+};
+
 /* Why a peer refused a connection (struct rpage_peer_info.last_reject). */
 enum {
 	RPAGE_REJECT_NONE		= 0,
