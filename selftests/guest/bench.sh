@@ -33,6 +33,7 @@ ROUND_FAULT_SIZE=4M
 ROUND_PREFETCH_SIZE=16M
 ROUND_LAT_ITERS=1000
 ROUND_BW_ITERS=4000
+ROUND_BW64K_ITERS=500
 PATTERN=$SELFTESTS/rpage_pattern
 UFFD=$SELFTESTS/rpage_uffd_baseline
 BENCH=$SELFTESTS/rpage-bench
@@ -113,6 +114,8 @@ serve_on_a() {
 	for r in $(seq "$ROUNDS"); do
 		perftest_server "lat$r" ib_read_lat -s 4096 -R -F -n "$ROUND_LAT_ITERS" || return
 		perftest_server "bw$r" ib_read_bw -s 4096 -R -F -n "$ROUND_BW_ITERS" || return
+		perftest_server "bw64k$r" ib_read_bw -s 65536 -o 16 -R -F \
+			-n "$ROUND_BW64K_ITERS" || return
 	done
 	barrier measured || return
 	# B reads over TCP next: A's peer b must be TCP's too.
@@ -142,14 +145,16 @@ measure_on_b() {
 		fail "rpage-bench" || return
 	cat "$OUT/rpage.jsonl"
 
-	local transport order
+	local run
 	: > "$OUT/uffd.jsonl"
-	for transport in rdma tcp; do
-		for order in random seq; do
-			"$UFFD" fault --server "$RPAGE_PEER_IP" --transport "$transport" \
-				--size "$SIZE" --order "$order" --samples-dir "$OUT/samples" \
-				>> "$OUT/uffd.jsonl" || fail "uffd baseline $transport $order" || return
-		done
+	# Random faults over TCP are measured once, with rpage's over TCP
+	# (measure_tcp): one record a name, or the table and the plot could
+	# show two runs.
+	for run in "rdma random" "rdma seq" "tcp seq"; do
+		set -- $run
+		"$UFFD" fault --server "$RPAGE_PEER_IP" --transport "$1" \
+			--size "$SIZE" --order "$2" --samples-dir "$OUT/samples" \
+			>> "$OUT/uffd.jsonl" || fail "uffd baseline $run" || return
 	done
 	cat "$OUT/uffd.jsonl"
 	loop_setup || return
@@ -192,8 +197,11 @@ tcp_rpage() {
 }
 
 tcp_uffd() {
+	local samples=()
+	# The single run's samples, for the latency plot.
+	[ "$1" = "$OUT" ] && samples=(--samples-dir "$OUT/samples")
 	"$UFFD" fault --server "$RPAGE_PEER_IP" --transport tcp --size "$2" --order random \
-		>> "$1/uffd.jsonl" &&
+		"${samples[@]}" >> "$1/uffd.jsonl" &&
 		"$UFFD" fault --server "$RPAGE_PEER_IP" --transport tcp --size "$2" \
 		--order random --threads 4 >> "$1/uffd.jsonl" || fail "uffd baseline over tcp"
 }
@@ -237,7 +245,8 @@ round_rpage() {
 }
 
 # round_baselines DIR R: round R's baselines: bare READs of one page
-# (latency, then throughput) and the userfaultfd handler over RDMA.
+# (latency, then throughput), bare 64 KiB READs 16 in flight (rpage's
+# prefetch READs) and the userfaultfd handler over RDMA.
 round_baselines() {
 	perftest_client "lat$2" "$1/ib_read_lat.log" ib_read_lat -s 4096 -R -F \
 		-n "$ROUND_LAT_ITERS" || return
@@ -245,6 +254,9 @@ round_baselines() {
 	perftest_client "bw$2" "$1/ib_read_bw.log" ib_read_bw -s 4096 -R -F \
 		-n "$ROUND_BW_ITERS" || return
 	perftest_bw_record "$1/ib_read_bw.log" ib_read_bw 4096 >> "$1/perftest.jsonl"
+	perftest_client "bw64k$2" "$1/ib_read_bw_64k.log" ib_read_bw -s 65536 -o 16 \
+		-R -F -n "$ROUND_BW64K_ITERS" || return
+	perftest_bw_record "$1/ib_read_bw_64k.log" ib_read_bw_64k 65536 >> "$1/perftest.jsonl"
 	"$UFFD" fault --server "$RPAGE_PEER_IP" --transport rdma --size "$ROUND_FAULT_SIZE" \
 		--order random > "$1/uffd.jsonl" || fail "round $2: uffd baseline"
 }
