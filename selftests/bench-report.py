@@ -55,8 +55,13 @@ COMPARISONS = [
     # each figure is its fault path's own cost.
     ("fault overhead p50, random, loop (no wire)", "loop_fault_random", "p50_ns", "uffd_local_random", "p50_ns", 1 / 3, "lower"),
     ("fault overhead p99, random, loop (no wire)", "loop_fault_random", "p99_ns", "uffd_local_random", "p99_ns", None, "lower"),
+    # Four faulting threads: against one handler thread (QEMU's
+    # post-copy) and against four (h4, a pipelined handler, as rpage
+    # serves each fault in its own thread).
     ("fault p50, 4 threads, loop (no wire)", "loop_fault_t4", "p50_ns", "uffd_local_random_t4", "p50_ns", None, "lower"),
     ("faults MiB/s, 4 threads, loop (no wire)", "loop_fault_t4_tput", "mib_per_s", "uffd_local_random_t4_tput", "mib_per_s", None, "higher"),
+    ("fault p50, 4 threads, loop, 4 handlers", "loop_fault_t4", "p50_ns", "uffd_local_random_t4_h4", "p50_ns", None, "lower"),
+    ("faults MiB/s, 4 threads, loop, 4 handlers", "loop_fault_t4_tput", "mib_per_s", "uffd_local_random_t4_h4_tput", "mib_per_s", None, "higher"),
     # The TCP transport: pool 1 of host A faulted over TCP, against the
     # userfaultfd handler fetching each page over TCP on the same link.
     ("fault p50, random, over TCP", "tcp_fault_random", "p50_ns", "uffd_tcp_random", "p50_ns", 0.5, "lower"),
@@ -64,6 +69,8 @@ COMPARISONS = [
     ("fault p50, 4 threads, over TCP", "tcp_fault_t4", "p50_ns", "uffd_tcp_random_t4", "p50_ns", None, "lower"),
     ("fault p99, 4 threads, over TCP", "tcp_fault_t4", "p99_ns", "uffd_tcp_random_t4", "p99_ns", None, "lower"),
     ("faults MiB/s, 4 threads, over TCP", "tcp_fault_t4_tput", "mib_per_s", "uffd_tcp_random_t4_tput", "mib_per_s", None, "higher"),
+    ("fault p50, 4 threads, TCP, 4 handlers", "tcp_fault_t4", "p50_ns", "uffd_tcp_random_t4_h4", "p50_ns", None, "lower"),
+    ("faults MiB/s, 4 threads, TCP, 4 handlers", "tcp_fault_t4_tput", "mib_per_s", "uffd_tcp_random_t4_h4_tput", "mib_per_s", None, "higher"),
     ("fault p99 / p50, random", "fault_random", "p99_ns", "fault_random", "p50_ns", 3.0, "lower"),
     ("fault p99 / p50, sequential", "fault_seq", "p99_ns", "fault_seq", "p50_ns", 3.0, "lower"),
     # Every throughput ratio at one READ size. rpage reads up to 16

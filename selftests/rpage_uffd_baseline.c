@@ -3,14 +3,19 @@
  * rpage_uffd_baseline: the post-copy fault path a VMM has today, as the
  * baseline rpage is measured against. rpage resolves a fault inside the
  * kernel with one RDMA READ; here the fault travels to userspace through
- * userfaultfd, one handler thread fetches the page (one RDMA READ, or a
+ * userfaultfd, a handler thread fetches the page (one RDMA READ, or a
  * request over TCP) into a bounce buffer and installs it with UFFDIO_COPY.
+ * One handler thread, as QEMU's post-copy has, or several
+ * (--handlers N), each with its own connection and bounce buffer, reading
+ * the same userfaultfd: the pipelined handler a fair comparison with
+ * several faulting threads needs.
  *
  *   rpage_uffd_baseline serve --size BYTES [--addr IP] [--rdma-port P]
  *                       [--tcp-port P] [--until PATH] [--ready PATH]
  *   rpage_uffd_baseline fault --server IP --transport rdma|tcp --size BYTES
  *                       [--port P] [--order seq|random] [--threads N]
- *                       [--name NAME] [--samples-dir DIR] [--seed S]
+ *                       [--handlers N] [--name NAME] [--samples-dir DIR]
+ *                       [--seed S]
  *   rpage_uffd_baseline fault --transport local --size BYTES [--order ...]
  *
  * serve (host A) fills BYTES with baseline_pattern() and serves them to
@@ -80,6 +85,7 @@
 #define DEFAULT_TCP_PORT	7482
 #define DEFAULT_SEED		1
 #define MAX_THREADS		1024
+#define MAX_HANDLERS		64
 #define MAX_NAME		100
 /* How often serve looks for --until. */
 #define POLL_MS			100
@@ -1144,9 +1150,27 @@ struct fault_opts {
 	uint64_t size;
 	bool random;
 	unsigned int threads;
+	unsigned int handlers;
 	const char *name;
 	const char *samples_dir;
 	uint64_t seed;
+};
+
+struct fault;
+
+/* A handler thread: its own connection and bounce buffer. */
+struct handler {
+	struct fault *f;
+	pthread_t thread;
+	uint64_t fetch_ns;	/* the last fetch's time on the wire */
+	void *bounce;		/* where a page lands before UFFDIO_COPY */
+	int tcp_fd;
+	struct rdma_event_channel *channel;
+	struct rdma_cm_id *id;
+	struct verbs_res res;
+	bool connected;
+	uint64_t raddr;
+	uint32_t rkey;
 };
 
 struct fault {
@@ -1161,22 +1185,15 @@ struct fault {
 	 * read of the message, or the end of the fault before it in the same
 	 * read, to the end of UFFDIO_COPY) minus its fetch's time on the
 	 * wire (post to completion, or request sent to page received): what
-	 * the handler itself costs a fault. Only the handler writes them.
+	 * the handler itself costs a fault. Only handlers write them, each
+	 * to the slot it takes from @handled.
 	 */
 	uint64_t *overhead;
 	size_t handled;
-	uint64_t fetch_ns;	/* the last fetch's time on the wire */
-	void *bounce;		/* where a page lands before UFFDIO_COPY */
 	uint8_t *local;		/* --transport local: the pattern, to copy from */
 	int uffd;
-	int stop_fd;		/* eventfd: the handler may stop */
-	int tcp_fd;
-	struct rdma_event_channel *channel;
-	struct rdma_cm_id *id;
-	struct verbs_res res;
-	bool connected;
-	uint64_t raddr;
-	uint32_t rkey;
+	int stop_fd;		/* eventfd: the handlers may stop */
+	struct handler *h;	/* opts.handlers of them */
 	pthread_barrier_t start;
 };
 
@@ -1192,10 +1209,10 @@ static void fault_usage(FILE *out)
 {
 	fprintf(out,
 		"usage: " PROG " fault --server IP --transport rdma|tcp --size BYTES [--port P]\n"
-		"       [--order seq|random] [--threads N] [--name NAME] [--samples-dir DIR]\n"
-		"       [--seed S]\n"
+		"       [--order seq|random] [--threads N] [--handlers N] [--name NAME]\n"
+		"       [--samples-dir DIR] [--seed S]\n"
 		"       " PROG " fault --transport local --size BYTES [--order ...]\n"
-		"Touch BYTES of userfaultfd-registered memory that a handler thread fills\n"
+		"Touch BYTES of userfaultfd-registered memory that handler threads fill\n"
 		"from 'serve' on IP (port %d for rdma, %d for tcp), or from a local copy,\n"
 		"and print the latency and throughput as JSON lines.\n",
 		DEFAULT_RDMA_PORT, DEFAULT_TCP_PORT);
@@ -1256,6 +1273,14 @@ static bool fault_parse_one(int c, void *opts)
 		}
 		o->threads = val;
 		return true;
+	case 'H':
+		if (!parse_num(optarg, false, MAX_HANDLERS, &val) || !val) {
+			pr_err("--handlers '%s' is not 1 to %d", optarg,
+			       MAX_HANDLERS);
+			return false;
+		}
+		o->handlers = val;
+		return true;
 	case 'N':
 		o->name = optarg;
 		return fault_parse_name(optarg);
@@ -1280,6 +1305,7 @@ static int fault_parse(int argc, char **argv, struct fault_opts *o)
 		{ "size", required_argument, NULL, 's' },
 		{ "order", required_argument, NULL, 'o' },
 		{ "threads", required_argument, NULL, 'n' },
+		{ "handlers", required_argument, NULL, 'H' },
 		{ "name", required_argument, NULL, 'N' },
 		{ "samples-dir", required_argument, NULL, 'D' },
 		{ "seed", required_argument, NULL, 'e' },
@@ -1302,22 +1328,22 @@ static int fault_parse(int argc, char **argv, struct fault_opts *o)
 }
 
 /* Asks serve for the page at @offset over TCP, into the bounce buffer. */
-static void tcp_fetch(struct fault *f, uint64_t offset)
+static void tcp_fetch(struct handler *h, uint64_t offset)
 {
 	uint64_t wire = htole64(offset), start = now_ns();
 	int ret;
 
-	if (send_all(f->tcp_fd, &wire, sizeof(wire)))
+	if (send_all(h->tcp_fd, &wire, sizeof(wire)))
 		die("sending the request for offset %" PRIu64 ": %s", offset,
 		    strerror(errno));
-	ret = recv_all(f->tcp_fd, f->bounce, BASELINE_PAGE);
+	ret = recv_all(h->tcp_fd, h->bounce, BASELINE_PAGE);
 	if (!ret)
 		die("server hung up on offset %" PRIu64
 		    " (is its --size smaller than ours?)", offset);
 	if (ret < 0)
 		die("receiving the page at offset %" PRIu64 ": %s", offset,
 		    strerror(errno));
-	f->fetch_ns = now_ns() - start;
+	h->fetch_ns = now_ns() - start;
 }
 
 /*
@@ -1325,12 +1351,12 @@ static void tcp_fetch(struct fault *f, uint64_t offset)
  * then a busy poll: the handler has nothing else to do, and sleeping on
  * a completion channel would add a wakeup to every fault.
  */
-static void rdma_fetch(struct fault *f, uint64_t offset)
+static void rdma_fetch(struct handler *h, uint64_t offset)
 {
 	struct ibv_sge sge = {
-		.addr = (uintptr_t)f->bounce,
+		.addr = (uintptr_t)h->bounce,
 		.length = BASELINE_PAGE,
-		.lkey = f->res.mr->lkey,
+		.lkey = h->res.mr->lkey,
 	};
 	struct ibv_send_wr wr = {
 		.wr_id = offset,
@@ -1339,8 +1365,8 @@ static void rdma_fetch(struct fault *f, uint64_t offset)
 		.opcode = IBV_WR_RDMA_READ,
 		.send_flags = IBV_SEND_SIGNALED,
 		.wr.rdma = {
-			.remote_addr = f->raddr + offset,
-			.rkey = f->rkey,
+			.remote_addr = h->raddr + offset,
+			.rkey = h->rkey,
 		},
 	};
 	struct ibv_send_wr *bad;
@@ -1348,38 +1374,40 @@ static void rdma_fetch(struct fault *f, uint64_t offset)
 	uint64_t start = now_ns();
 	int n, err;
 
-	err = ibv_post_send(f->id->qp, &wr, &bad);
+	err = ibv_post_send(h->id->qp, &wr, &bad);
 	if (err)
 		die("ibv_post_send: %s", strerror(err));
 	do
-		n = ibv_poll_cq(f->res.cq, 1, &wc);
+		n = ibv_poll_cq(h->res.cq, 1, &wc);
 	while (!n);
 	if (n < 0)
 		die("ibv_poll_cq failed");
 	if (wc.status != IBV_WC_SUCCESS)
 		die("RDMA READ at offset %" PRIu64 ": %s", offset,
 		    ibv_wc_status_str(wc.status));
-	f->fetch_ns = now_ns() - start;
+	h->fetch_ns = now_ns() - start;
 }
 
 /*
  * Fetches and installs the page that @address is in; the handler's work
  * on it began at @start (see struct fault's overhead).
  */
-static void resolve_fault(struct fault *f, uint64_t address, uint64_t start)
+static void resolve_fault(struct handler *h, uint64_t address, uint64_t start)
 {
+	struct fault *f = h->f;
 	uint64_t page = address & ~(uint64_t)(BASELINE_PAGE - 1);
 	uint64_t offset = page - (uintptr_t)f->region;
 	struct uffdio_copy copy = {
 		.dst = page,
-		.src = (uintptr_t)f->bounce,
+		.src = (uintptr_t)h->bounce,
 		.len = BASELINE_PAGE,
 	};
+	size_t slot;
 
 	if (f->opts.transport == TRANSPORT_TCP)
-		tcp_fetch(f, offset);
+		tcp_fetch(h, offset);
 	else if (f->opts.transport == TRANSPORT_RDMA)
-		rdma_fetch(f, offset);
+		rdma_fetch(h, offset);
 	else
 		copy.src = (uintptr_t)f->local + offset;
 
@@ -1393,18 +1421,27 @@ static void resolve_fault(struct fault *f, uint64_t address, uint64_t start)
 			    strerror(errno));
 		copy.copy = 0;
 	}
-	if (f->handled < f->npages)
-		f->overhead[f->handled++] = now_ns() - start - f->fetch_ns;
+	slot = __atomic_fetch_add(&f->handled, 1, __ATOMIC_RELAXED);
+	if (slot < f->npages)
+		f->overhead[slot] = now_ns() - start - h->fetch_ns;
 }
 
-/* Reads and resolves every fault queued on the (non-blocking) uffd. */
-static void handle_faults(struct fault *f)
+/*
+ * Reads and resolves every fault queued on the (non-blocking) uffd. With
+ * several handlers, each read takes messages no other handler gets; two
+ * messages for one page (two threads touching it) are resolved once
+ * (UFFDIO_COPY says EEXIST to the second).
+ */
+static void handle_faults(struct handler *h)
 {
+	struct fault *f = h->f;
+	/* One at a time with several handlers: a batch would queue behind one. */
 	struct uffd_msg msgs[16];
+	size_t batch = f->opts.handlers > 1 ? sizeof(msgs[0]) : sizeof(msgs);
 
 	for (;;) {
 		uint64_t start = now_ns();
-		ssize_t n = read(f->uffd, msgs, sizeof(msgs));
+		ssize_t n = read(f->uffd, msgs, batch);
 
 		if (n < 0) {
 			if (errno == EAGAIN)
@@ -1417,16 +1454,17 @@ static void handle_faults(struct fault *f)
 			if (msgs[i].event != UFFD_EVENT_PAGEFAULT)
 				die("unexpected userfaultfd event %u",
 				    msgs[i].event);
-			resolve_fault(f, msgs[i].arg.pagefault.address, start);
+			resolve_fault(h, msgs[i].arg.pagefault.address, start);
 			start = now_ns();
 		}
 	}
 }
 
-/* The one handler thread, as in a VMM's post-copy. */
+/* A handler thread: one, as in QEMU's post-copy, or one of several. */
 static void *handler_thread(void *arg)
 {
-	struct fault *f = arg;
+	struct handler *h = arg;
+	struct fault *f = h->f;
 	struct pollfd pfd[2] = {
 		{ .fd = f->uffd, .events = POLLIN },
 		{ .fd = f->stop_fd, .events = POLLIN },
@@ -1441,7 +1479,7 @@ static void *handler_thread(void *arg)
 		if (pfd[0].revents & (POLLERR | POLLHUP))
 			die("userfaultfd poll error");
 		if (pfd[0].revents & POLLIN)
-			handle_faults(f);
+			handle_faults(h);
 		else if (pfd[1].revents)
 			return NULL;
 	}
@@ -1495,38 +1533,40 @@ static void shuffle(size_t *order, size_t n, uint64_t seed)
 	}
 }
 
-static int fault_tcp_connect(struct fault *f)
+static int fault_tcp_connect(struct handler *h)
 {
+	const struct fault_opts *o = &h->f->opts;
 	struct sockaddr_storage ss;
 	socklen_t len;
 
-	if (ip_endpoint(f->opts.server, f->opts.port, &ss, &len))
+	if (ip_endpoint(o->server, o->port, &ss, &len))
 		return -1;
-	f->tcp_fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (f->tcp_fd < 0 || set_nodelay(f->tcp_fd) ||
-	    connect(f->tcp_fd, (struct sockaddr *)&ss, len)) {
-		pr_err("TCP connect to %s port %u: %s", f->opts.server,
-		       f->opts.port, strerror(errno));
+	h->tcp_fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (h->tcp_fd < 0 || set_nodelay(h->tcp_fd) ||
+	    connect(h->tcp_fd, (struct sockaddr *)&ss, len)) {
+		pr_err("TCP connect to %s port %u: %s", o->server, o->port,
+		       strerror(errno));
 		return -1;
 	}
 	return 0;
 }
 
 /* Waits for event @expected; NULL (reported and acked) for another. */
-static struct rdma_cm_event *fault_cm_expect(struct fault *f,
+static struct rdma_cm_event *fault_cm_expect(struct handler *h,
 					     enum rdma_cm_event_type expected,
 					     const char *what)
 {
-	struct rdma_cm_event *ev = cm_next_event(f->channel, CM_TIMEOUT_MS);
+	const struct fault_opts *o = &h->f->opts;
+	struct rdma_cm_event *ev = cm_next_event(h->channel, CM_TIMEOUT_MS);
 
 	if (!ev) {
-		pr_err("%s %s: %s", what, f->opts.server, strerror(errno));
+		pr_err("%s %s: %s", what, o->server, strerror(errno));
 		return NULL;
 	}
 	if (ev->event == expected)
 		return ev;
-	pr_err("%s %s port %u: %s (status %d)", what, f->opts.server,
-	       f->opts.port, rdma_event_str(ev->event), ev->status);
+	pr_err("%s %s port %u: %s (status %d)", what, o->server, o->port,
+	       rdma_event_str(ev->event), ev->status);
 	rdma_ack_cm_event(ev);
 	return NULL;
 }
@@ -1535,7 +1575,7 @@ static struct rdma_cm_event *fault_cm_expect(struct fault *f,
  * One step of the connection: @err is what the call that starts it
  * (named @call) returned, then comes event @expected or a failure.
  */
-static int fault_cm_step(struct fault *f, int err, const char *call,
+static int fault_cm_step(struct handler *h, int err, const char *call,
 			 enum rdma_cm_event_type expected)
 {
 	struct rdma_cm_event *ev;
@@ -1544,7 +1584,7 @@ static int fault_cm_step(struct fault *f, int err, const char *call,
 		pr_err("%s: %s", call, strerror(errno));
 		return -1;
 	}
-	ev = fault_cm_expect(f, expected, call);
+	ev = fault_cm_expect(h, expected, call);
 	if (!ev)
 		return -1;
 	rdma_ack_cm_event(ev);
@@ -1552,35 +1592,37 @@ static int fault_cm_step(struct fault *f, int err, const char *call,
 }
 
 /* Address and route: afterwards the id knows its device. */
-static int fault_rdma_resolve(struct fault *f)
+static int fault_rdma_resolve(struct handler *h)
 {
+	const struct fault_opts *o = &h->f->opts;
 	struct sockaddr_storage ss;
 	socklen_t len;
 
-	if (ip_endpoint(f->opts.server, f->opts.port, &ss, &len))
+	if (ip_endpoint(o->server, o->port, &ss, &len))
 		return -1;
-	f->channel = rdma_create_event_channel();
-	if (!f->channel) {
+	h->channel = rdma_create_event_channel();
+	if (!h->channel) {
 		pr_err("no RDMA device (rdma_create_event_channel: %s)",
 		       strerror(errno));
 		return -1;
 	}
-	if (rdma_create_id(f->channel, &f->id, NULL, RDMA_PS_TCP)) {
+	if (rdma_create_id(h->channel, &h->id, NULL, RDMA_PS_TCP)) {
 		pr_err("rdma_create_id: %s", strerror(errno));
 		return -1;
 	}
-	if (fault_cm_step(f, rdma_resolve_addr(f->id, NULL,
+	if (fault_cm_step(h, rdma_resolve_addr(h->id, NULL,
 					       (struct sockaddr *)&ss,
 					       CM_TIMEOUT_MS),
 			  "rdma_resolve_addr", RDMA_CM_EVENT_ADDR_RESOLVED))
 		return -1;
-	return fault_cm_step(f, rdma_resolve_route(f->id, CM_TIMEOUT_MS),
+	return fault_cm_step(h, rdma_resolve_route(h->id, CM_TIMEOUT_MS),
 			     "rdma_resolve_route", RDMA_CM_EVENT_ROUTE_RESOLVED);
 }
 
 /* Takes the region's address and rkey from the accept. */
-static int fault_rdma_hello(struct fault *f, const struct rdma_cm_event *ev)
+static int fault_rdma_hello(struct handler *h, const struct rdma_cm_event *ev)
 {
+	const struct fault_opts *o = &h->f->opts;
 	const struct rdma_conn_param *conn = &ev->param.conn;
 	struct baseline_hello hello;
 	uint64_t size;
@@ -1588,22 +1630,22 @@ static int fault_rdma_hello(struct fault *f, const struct rdma_cm_event *ev)
 	/* IB pads private data: the length is only a floor. */
 	if (!conn->private_data || conn->private_data_len < sizeof(hello)) {
 		pr_err("%s accepted without the %zu-byte hello: not a serve?",
-		       f->opts.server, sizeof(hello));
+		       o->server, sizeof(hello));
 		return -1;
 	}
 	memcpy(&hello, conn->private_data, sizeof(hello));
 	size = le64toh(hello.size);
-	if (size < f->opts.size) {
+	if (size < o->size) {
 		pr_err("%s serves %" PRIu64 " bytes, fewer than --size %" PRIu64,
-		       f->opts.server, size, f->opts.size);
+		       o->server, size, o->size);
 		return -1;
 	}
-	f->raddr = le64toh(hello.addr);
-	f->rkey = le32toh(hello.rkey);
+	h->raddr = le64toh(hello.addr);
+	h->rkey = le32toh(hello.rkey);
 	return 0;
 }
 
-static int fault_rdma_connect(struct fault *f)
+static int fault_rdma_connect(struct handler *h)
 {
 	struct rdma_conn_param param = {
 		.retry_count = RC_RETRIES,
@@ -1612,23 +1654,23 @@ static int fault_rdma_connect(struct fault *f)
 	struct rdma_cm_event *ev;
 	int ret;
 
-	if (fault_rdma_resolve(f) ||
-	    verbs_res_init(&f->res, f->id->verbs, f->bounce, BASELINE_PAGE,
+	if (fault_rdma_resolve(h) ||
+	    verbs_res_init(&h->res, h->id->verbs, h->bounce, BASELINE_PAGE,
 			   IBV_ACCESS_LOCAL_WRITE) ||
-	    rc_qp_create(f->id, &f->res))
+	    rc_qp_create(h->id, &h->res))
 		return -1;
-	param.initiator_depth = f->res.initiator_depth;
-	param.responder_resources = f->res.responder_resources;
-	if (rdma_connect(f->id, &param)) {
+	param.initiator_depth = h->res.initiator_depth;
+	param.responder_resources = h->res.responder_resources;
+	if (rdma_connect(h->id, &param)) {
 		pr_err("rdma_connect: %s", strerror(errno));
 		return -1;
 	}
-	ev = fault_cm_expect(f, RDMA_CM_EVENT_ESTABLISHED, "connecting to");
+	ev = fault_cm_expect(h, RDMA_CM_EVENT_ESTABLISHED, "connecting to");
 	if (!ev)
 		return -1;
-	f->connected = true;
+	h->connected = true;
 	/* The private data lives in the event: read it before the ack. */
-	ret = fault_rdma_hello(f, ev);
+	ret = fault_rdma_hello(h, ev);
 	rdma_ack_cm_event(ev);
 	return ret;
 }
@@ -1715,10 +1757,26 @@ static int fault_setup(struct fault *f)
 	}
 	if (fault_plan(f))
 		return -1;
-	f->bounce = aligned_alloc(BASELINE_PAGE, BASELINE_PAGE);
-	if (!f->bounce) {
-		pr_err("out of memory for the bounce buffer");
+	f->h = calloc(f->opts.handlers, sizeof(*f->h));
+	if (!f->h) {
+		pr_err("out of memory for %u handlers", f->opts.handlers);
 		return -1;
+	}
+	for (unsigned int i = 0; i < f->opts.handlers; i++) {
+		struct handler *h = &f->h[i];
+
+		h->f = f;
+		h->tcp_fd = -1;
+		h->bounce = aligned_alloc(BASELINE_PAGE, BASELINE_PAGE);
+		if (!h->bounce) {
+			pr_err("out of memory for the bounce buffers");
+			return -1;
+		}
+		if (f->opts.transport == TRANSPORT_LOCAL)
+			continue;
+		if (f->opts.transport == TRANSPORT_TCP ? fault_tcp_connect(h) :
+							 fault_rdma_connect(h))
+			return -1;
 	}
 	if (f->opts.transport == TRANSPORT_LOCAL) {
 		f->local = mmap(NULL, f->opts.size, PROT_READ | PROT_WRITE,
@@ -1731,9 +1789,6 @@ static int fault_setup(struct fault *f)
 		}
 		for (uint64_t i = 0; i < f->opts.size / 8; i++)
 			((uint64_t *)f->local)[i] = htole64(baseline_pattern(i * 8));
-	} else if (f->opts.transport == TRANSPORT_TCP ? fault_tcp_connect(f) :
-							fault_rdma_connect(f)) {
-		return -1;
 	}
 
 	f->region = mmap(NULL, f->opts.size, PROT_READ | PROT_WRITE,
@@ -1761,15 +1816,16 @@ static double fault_touch(struct fault *f)
 {
 	unsigned int n = f->opts.threads;
 	struct toucher *t = calloc(n, sizeof(*t));
-	pthread_t handler;
+	unsigned int started = 0;
 	uint64_t start, end;
 	int err;
 
 	if (!t)
 		die("out of memory for %u threads", n);
 	err = pthread_barrier_init(&f->start, NULL, n + 1);
-	if (!err)
-		err = pthread_create(&handler, NULL, handler_thread, f);
+	for (; started < f->opts.handlers && !err; started++)
+		err = pthread_create(&f->h[started].thread, NULL, handler_thread,
+				     &f->h[started]);
 	for (unsigned int i = 0; i < n && !err; i++) {
 		t[i].f = f;
 		t[i].first = f->npages * i / n;
@@ -1785,9 +1841,11 @@ static double fault_touch(struct fault *f)
 		pthread_join(t[i].thread, NULL);
 	end = now_ns();
 
+	/* Every handler sees it: nobody reads it. */
 	if (eventfd_write(f->stop_fd, 1))
 		die("eventfd_write: %s", strerror(errno));
-	pthread_join(handler, NULL);
+	for (unsigned int i = 0; i < started; i++)
+		pthread_join(f->h[i].thread, NULL);
 	pthread_barrier_destroy(&f->start);
 	free(t);
 	return (end - start) / 1e9;
@@ -1833,25 +1891,33 @@ static void fault_teardown(struct fault *f)
 		munmap(f->region, f->opts.size);
 	if (f->local)
 		munmap(f->local, f->opts.size);
-	if (f->tcp_fd >= 0)
-		close(f->tcp_fd);
-	/* Lets serve drop the connection now instead of at a timeout. */
-	if (f->connected)
-		rdma_disconnect(f->id);
-	if (f->id && f->id->qp)
-		rdma_destroy_qp(f->id);
-	verbs_res_fini(&f->res);
-	if (f->id)
-		rdma_destroy_id(f->id);
-	if (f->channel)
-		rdma_destroy_event_channel(f->channel);
-	free(f->bounce);
+	for (unsigned int i = 0; f->h && i < f->opts.handlers; i++) {
+		struct handler *h = &f->h[i];
+
+		if (h->tcp_fd >= 0)
+			close(h->tcp_fd);
+		/* Lets serve drop the connection now instead of at a timeout. */
+		if (h->connected)
+			rdma_disconnect(h->id);
+		if (h->id && h->id->qp)
+			rdma_destroy_qp(h->id);
+		verbs_res_fini(&h->res);
+		if (h->id)
+			rdma_destroy_id(h->id);
+		if (h->channel)
+			rdma_destroy_event_channel(h->channel);
+		free(h->bounce);
+	}
+	free(f->h);
 	free(f->order);
 	free(f->samples);
 	free(f->overhead);
 }
 
-/* uffd_<transport>_<order>, and _t<N> when N touching threads are > 1. */
+/*
+ * uffd_<transport>_<order>, then _t<N> when N touching threads are > 1
+ * and _h<M> when M handler threads are.
+ */
 static void fault_default_name(struct fault *f)
 {
 	int len = snprintf(f->name, sizeof(f->name), "uffd_%s_%s",
@@ -1859,17 +1925,19 @@ static void fault_default_name(struct fault *f)
 			   f->opts.random ? "random" : "seq");
 
 	if (f->opts.threads > 1)
-		snprintf(f->name + len, sizeof(f->name) - len, "_t%u",
-			 f->opts.threads);
+		len += snprintf(f->name + len, sizeof(f->name) - len, "_t%u",
+				f->opts.threads);
+	if (f->opts.handlers > 1)
+		snprintf(f->name + len, sizeof(f->name) - len, "_h%u",
+			 f->opts.handlers);
 }
 
 static int cmd_fault(int argc, char **argv)
 {
 	struct fault f = {
-		.opts = { .threads = 1, .seed = DEFAULT_SEED },
+		.opts = { .threads = 1, .handlers = 1, .seed = DEFAULT_SEED },
 		.uffd = -1,
 		.stop_fd = -1,
-		.tcp_fd = -1,
 	};
 	double seconds;
 	int ret = 1;

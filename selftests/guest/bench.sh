@@ -203,7 +203,10 @@ tcp_uffd() {
 	"$UFFD" fault --server "$RPAGE_PEER_IP" --transport tcp --size "$2" --order random \
 		"${samples[@]}" >> "$1/uffd.jsonl" &&
 		"$UFFD" fault --server "$RPAGE_PEER_IP" --transport tcp --size "$2" \
-		--order random --threads 4 >> "$1/uffd.jsonl" || fail "uffd baseline over tcp"
+		--order random --threads 4 >> "$1/uffd.jsonl" &&
+		"$UFFD" fault --server "$RPAGE_PEER_IP" --transport tcp --size "$2" \
+		--order random --threads 4 --handlers 4 >> "$1/uffd.jsonl" ||
+		fail "uffd baseline over tcp"
 }
 
 # On B: its own pool 2, with the pattern, read through its loop peer.
@@ -230,10 +233,15 @@ loop_rpage() {
 		>> "$1/rpage.jsonl" || fail "rpage-bench over lo"
 }
 
+# Four faulting threads against one handler thread (QEMU's post-copy has
+# one) and against four (a pipelined handler: each rpage fault is served
+# in its own thread).
 loop_uffd() {
 	"$UFFD" fault --transport local --size "$2" --order random >> "$1/uffd.jsonl" &&
 		"$UFFD" fault --transport local --size "$2" --order random --threads 4 \
-		>> "$1/uffd.jsonl" || fail "uffd baseline, local"
+		>> "$1/uffd.jsonl" &&
+		"$UFFD" fault --transport local --size "$2" --order random --threads 4 \
+		--handlers 4 >> "$1/uffd.jsonl" || fail "uffd baseline, local"
 }
 
 # round_rpage DIR R: round R's rpage figures: random faults, then a
