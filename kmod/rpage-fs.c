@@ -151,6 +151,15 @@ static void rpage_fs_wb_flush(struct rpage_fs_wb *wb)
 	} else {
 		rpage_fault_count(wb->map, RPAGE_FC_WRITTEN, wb->nr);
 	}
+	/*
+	 * The pages it leaves clean are the only copy: no eviction may drop
+	 * them (a deleted peer's mapping evicts nothing). Told before their
+	 * writeback ends, which an eviction waits for before it looks.
+	 */
+	if (ret == -ENOENT || ret == -ESTALE) {
+		WRITE_ONCE(wb->map->pool_lost, ret);
+		smp_mb();
+	}
 	for (i = 0; i < wb->nr; i++) {
 		struct folio *folio = page_folio(wb->pages[i]);
 

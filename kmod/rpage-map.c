@@ -742,6 +742,7 @@ static int rpage_evict(struct rpage_mapping *map, unsigned long first,
 		       unsigned long nr, struct rpage_evict *arg)
 {
 	struct rpage_evict_batch b = { .map = map };
+	unsigned long i;
 	int ret = 0;
 
 	/* The range is the caller's to choose: too large is ENOMEM, no WARN. */
@@ -753,6 +754,18 @@ static int rpage_evict(struct rpage_mapping *map, unsigned long first,
 	}
 	ret = rpage_evict_claim(&b, first, first + nr - 1);
 	if (ret || !b.nr) {
+		rpage_evict_settle(&b, false);
+		goto out;
+	}
+	/*
+	 * A write back of them in progress may find the pool gone, and leave
+	 * them clean as the only copy: it ends first, and says so first.
+	 */
+	for (i = 0; i < b.nr; i++)
+		folio_wait_writeback(page_folio(b.pages[i]));
+	smp_rmb();
+	ret = READ_ONCE(map->pool_lost);
+	if (ret) {
 		rpage_evict_settle(&b, false);
 		goto out;
 	}

@@ -704,6 +704,9 @@ struct rpage_xfer_run {
  * @dead: a named one deleted while in use: every fault raises SIGBUS.
  * @prefetched: a prefetch or read-ahead has put pages here: some may
  *	still be marked as prefetched (PG_checked) until a fault maps them.
+ * @pool_lost: 0, or the error (ENOENT, ESTALE) a write back of its pages
+ *	met because its pool is gone for good: the pages it kept clean then
+ *	are the only copy, which an eviction must not drop.
  * @peer: the peer whose pool it maps, referenced; NULL once that peer
  *	is deleted (rpage_maps_peer_deleted()): the pages here stay, the
  *	others can never be read. Read it with rpage_map_peer_get(), or
@@ -732,6 +735,7 @@ struct rpage_mapping {
 	struct address_space *mapping;
 	bool dead;
 	bool prefetched;
+	int pool_lost;
 	struct rpage_peer __rcu *peer;
 	u64 pool_id;
 	u64 pool_generation;

@@ -95,9 +95,12 @@
  * the same id, holding seed S2's pattern). Then the mapping must stay
  * bound to the old pool: the first page never fetched raises SIGBUS,
  * evicting the dirty first page fails (nothing of the old mapping may
- * land in the new pool), and the pages fetched keep what they held. It
- * prints "replaced sigbus=yes|no evict_errno=NAME|none
- * fetched_intact=yes|no".
+ * land in the new pool), so does a write back of it (msync MS_SYNC, as
+ * the flusher's own would, which leaves it clean as the only copy), an
+ * eviction after that fails too (dropped, the page would be lost), and
+ * the pages fetched keep what they held. It prints "replaced
+ * sigbus=yes|no evict_errno=NAME|none msync_errno=NAME|none
+ * evict_after_msync_errno=NAME|none fetched_intact=yes|no".
  *
  * PEER is a peer's name; POOL is the pool's id on that peer; sizes are
  * bytes, multiples of the page size, with an optional K, M or G suffix.
@@ -1395,7 +1398,9 @@ static int cmd_replaced(int argc, char **argv)
 	struct rpage_evict ev;
 	struct tally fetched;
 	uint64_t nr_fetched, dirty_seed;
-	const char *evict_errno;
+	const char *evict_errno, *msync_errno, *evict2_errno;
+	struct rpage_evict ev2;
+	int ret2;
 	struct mapping m;
 	struct args a;
 	bool intact;
@@ -1428,14 +1433,20 @@ static int cmd_replaced(int argc, char **argv)
 	ev = (struct rpage_evict) { .map_id = m.map.map_id, .length = page };
 	ret = rpage_map_evict(m.fd, &ev);
 	evict_errno = ret < 0 ? errno_name(-ret) : "none";
+	/* A write back finds the pool replaced: the page stays, clean. */
+	msync_errno = msync(m.addr, page, MS_SYNC) ? errno_name(errno) : "none";
+	ev2 = (struct rpage_evict) { .map_id = m.map.map_id, .length = page };
+	ret2 = rpage_map_evict(m.fd, &ev2);
+	evict2_errno = ret2 < 0 ? errno_name(-ret2) : "none";
 	touch_catching(&m, 0, 1, dirty_seed, &dog, &dirty);
 	touch_catching(&m, 1, nr_fetched, a.seed, &dog, &clean);
 	watchdog_stop(&dog);
 
 	intact = !dirty.sigbus && !clean.sigbus && !dirty.tally.mismatches &&
 		!clean.tally.mismatches;
-	printf("replaced sigbus=%s evict_errno=%s fetched_intact=%s\n",
-	       next.sigbus ? "yes" : "no", evict_errno, intact ? "yes" : "no");
+	printf("replaced sigbus=%s evict_errno=%s msync_errno=%s evict_after_msync_errno=%s fetched_intact=%s\n",
+	       next.sigbus ? "yes" : "no", evict_errno, msync_errno,
+	       evict2_errno, intact ? "yes" : "no");
 	fflush(stdout);
 	if (next.bad_addr) {
 		fail("a SIGBUS came for %p, not for the page touched", next.bad_addr);
@@ -1451,6 +1462,13 @@ static int cmd_replaced(int argc, char **argv)
 		fail("evicting the dirty first page succeeded (%llu evicted, %llu "
 		     "written): a mapping of the old pool may not write to the new",
 		     (unsigned long long)ev.evicted, (unsigned long long)ev.written);
+		return 1;
+	}
+	if (!ret2) {
+		fail("evicting the first page after a write back found the pool "
+		     "replaced succeeded (%llu evicted, %llu written): it was the "
+		     "page's only copy", (unsigned long long)ev2.evicted,
+		     (unsigned long long)ev2.written);
 		return 1;
 	}
 	if (dirty.sigbus || clean.sigbus) {

@@ -432,7 +432,10 @@ test_rt_replaced_b() {
 	cat "$out"
 	barrier rt-replaced-done || return
 	expect_eq "$rc" 0 "exit status" || return
-	grep -q "evict_errno=ESTALE" "$out" || fail "evict did not fail with ESTALE"
+	grep -q " evict_errno=ESTALE" "$out" || fail "evict did not fail with ESTALE" || return
+	grep -q " msync_errno=ESTALE" "$out" || fail "msync did not report the write back's ESTALE" || return
+	grep -q " evict_after_msync_errno=ESTALE" "$out" ||
+		fail "an eviction after the write back did not fail with ESTALE"
 }
 
 # --- B powers off without a word: A's heartbeat notices ---------------

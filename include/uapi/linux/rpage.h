@@ -839,7 +839,10 @@ struct rpage_prefetch {
  *
  * Errors: EINVAL (flags, reserved fields, alignment), ENOENT (unknown
  * mapping, or its pool is gone), ESTALE (the peer destroyed the pool and
- * created another with the same id: nothing is written to it), ERANGE
+ * created another with the same id: nothing is written to it); once a
+ * write back (the flusher's, msync's) found the pool gone or replaced,
+ * every eviction fails so, as the pages it kept here are their only
+ * copy; ERANGE
  * (beyond the mapping), EROFS (a read-only pool), ENOTCONN (the peer
  * stayed unreachable past its loss timeout, or was deleted: a mapping
  * whose peer was deleted evicts nothing, since no page it dropped could
