@@ -158,6 +158,7 @@ static void rpage_fs_wb_flush(struct rpage_fs_wb *wb)
 	 */
 	if (ret == -ENOENT || ret == -ESTALE) {
 		WRITE_ONCE(wb->map->pool_lost, ret);
+		/* Pairs with the smp_rmb() in rpage_evict(). */
 		smp_mb();
 	}
 	for (i = 0; i < wb->nr; i++) {

@@ -763,6 +763,7 @@ static int rpage_evict(struct rpage_mapping *map, unsigned long first,
 	 */
 	for (i = 0; i < b.nr; i++)
 		folio_wait_writeback(page_folio(b.pages[i]));
+	/* Pairs with the smp_mb() in rpage_fs_wb_flush(). */
 	smp_rmb();
 	ret = READ_ONCE(map->pool_lost);
 	if (ret) {
