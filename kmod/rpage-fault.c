@@ -163,21 +163,25 @@ static void rpage_fault_xfer_slow(struct rpage_xfer *x)
 }
 
 /*
- * Puts a new folio for page @index of @map in its page cache, locked and
- * not up to date, for the caller to read: charged to @memcg, or where
- * @memcg is NULL to the caller's memory cgroup. Returns the folio with a
- * reference of the caller's, ERR_PTR(-EEXIST) if the page is there
- * already (here, or being read), or ERR_PTR(-ENOMEM).
+ * Puts a new folio of @order for page @index of @map (the first of its
+ * pages) in its page cache, locked and not up to date, for the caller to
+ * read: charged to @memcg, or where @memcg is NULL to the caller's
+ * memory cgroup, with @gfp. Returns the folio with a reference of the
+ * caller's, ERR_PTR(-EEXIST) if a page of it is there already (here, or
+ * being read), or ERR_PTR(-ENOMEM). A 2 MiB folio is allocated without
+ * reclaim or compaction (as THP faults allocate by default): where none
+ * is free, the caller takes 4 KiB rather than wait.
  */
 static struct folio *rpage_folio_create(struct rpage_mapping *map,
-					pgoff_t index, gfp_t gfp,
-					struct mem_cgroup *memcg)
+					pgoff_t index, unsigned int order,
+					gfp_t gfp, struct mem_cgroup *memcg)
 {
 	struct mem_cgroup *old;
 	struct folio *folio;
 	int ret;
 
-	folio = filemap_alloc_folio(gfp, 0);
+	folio = filemap_alloc_folio(order ? GFP_TRANSHUGE_LIGHT | __GFP_NORETRY :
+				    gfp, order);
 	if (!folio)
 		return ERR_PTR(-ENOMEM);
 	/* The page cache charges the active cgroup, or the caller's. */
@@ -227,23 +231,41 @@ static bool rpage_page_reclaimed(struct rpage_mapping *map, pgoff_t index)
 }
 
 /*
- * Reads page @index of @map into @folio (locked, new) for the fault @fc;
- * 0, or -errno.
+ * Reads every page of @folio (locked, new) of @map, in one transfer: for
+ * the fault @fc (whose long wait drops mmap_lock, and which a fatal
+ * signal ends), or for a worker (@fc NULL). 0, or -errno.
  */
-static int rpage_read_folio(struct rpage_fault_ctx *fc, struct folio *folio,
-			    pgoff_t index)
+static int rpage_read_folio(struct rpage_mapping *map,
+			    struct rpage_fault_ctx *fc, struct folio *folio)
 {
-	struct page *page = folio_page(folio, 0);
+	unsigned long i, nr = folio_nr_pages(folio), one_index;
+	unsigned long *index = &one_index;
 	struct rpage_xfer_range range;
+	struct page *one_page, **pages = &one_page;
 	struct rpage_xfer x;
 	int ret;
 
-	rpage_map_xfer_init(fc->map, &x, &range, false, &index, &page, 1);
-	x.killable = true;
-	x.slow = rpage_fault_xfer_slow;
-	x.priv = fc;
+	if (nr > 1) {
+		index = kmalloc_array(nr, sizeof(*index) + sizeof(*pages),
+				      GFP_KERNEL);
+		if (!index)
+			return -ENOMEM;
+		pages = (struct page **)(index + nr);
+	}
+	for (i = 0; i < nr; i++) {
+		index[i] = folio->index + i;
+		pages[i] = folio_page(folio, i);
+	}
+	rpage_map_xfer_init(map, &x, &range, false, index, pages, nr);
+	if (fc) {
+		x.killable = true;
+		x.slow = rpage_fault_xfer_slow;
+		x.priv = fc;
+	}
 	ret = rpage_xfer(&x);
 	rpage_map_xfer_release(&x);
+	if (nr > 1)
+		kfree(index);
 	return ret;
 }
 
@@ -364,7 +386,7 @@ static unsigned long rpage_prefetch_claim(struct rpage_prefetch_run *run,
 			run->stopped = "memory down to prefetch_reserve_pct";
 			break;
 		}
-		folio = rpage_folio_create(map, run->next, gfp, run->memcg);
+		folio = rpage_folio_create(map, run->next, 0, gfp, run->memcg);
 		if (IS_ERR(folio)) {
 			if (PTR_ERR(folio) == -EEXIST)
 				continue;
@@ -730,18 +752,64 @@ static bool rpage_fault_post_read(struct rpage_mapping *map,
 	return false;
 }
 
+/**
+ * struct rpage_folio_read - a 2 MiB folio a fault that may not wait put
+ *	in the page cache, read by a worker
+ * @work: the worker's.
+ * @map: the mapping, referenced.
+ * @folio: the folio, locked, referenced.
+ */
+struct rpage_folio_read {
+	struct work_struct work;
+	struct rpage_mapping *map;
+	struct folio *folio;
+};
+
+static void rpage_folio_read_fn(struct work_struct *work)
+{
+	struct rpage_folio_read *r = container_of(work, struct rpage_folio_read,
+						  work);
+
+	if (rpage_read_folio(r->map, NULL, r->folio) ||
+	    !rpage_map_folio_ready(r->map, r->folio)) {
+		/* The next fault reads it again. */
+		rpage_folio_drop(r->map, r->folio);
+	} else {
+		folio_unlock(r->folio);
+		folio_put(r->folio);
+	}
+	rpage_map_put(r->map);
+	kfree(r);
+}
+
 /*
  * A fault that may not wait (FAULT_FLAG_RETRY_NOWAIT: KVM's asynchronous
  * page faults, GUP with FOLL_NOWAIT) put @folio, locked, at @index: it
  * posts the READ itself where the transport can start one without
- * waiting (RDMA, loop); else the READ runs in a worker. Either takes the
- * folio over, and the fault is retried once the page is here.
+ * waiting (RDMA, loop; a 4 KiB folio); else the READ runs in a worker.
+ * Either takes the folio over, and the fault is retried once the page is
+ * here. A 2 MiB folio is read whole by a worker: the vCPU runs on
+ * meanwhile, and KVM's retry maps the region with one PMD.
  */
 static void rpage_fault_start_read(struct rpage_mapping *map,
 				   struct folio *folio, pgoff_t index)
 {
 	struct rpage_prefetch_run *run;
+	struct rpage_folio_read *r;
 
+	if (folio_test_large(folio)) {
+		r = kmalloc(sizeof(*r), GFP_KERNEL);
+		if (!r) {
+			rpage_folio_drop(map, folio);
+			return;
+		}
+		kref_get(&map->ref);
+		r->map = map;
+		r->folio = folio;
+		INIT_WORK(&r->work, rpage_folio_read_fn);
+		queue_work(rpage_prefetch_wq, &r->work);
+		return;
+	}
 	if (rpage_fault_post_read(map, folio, index))
 		return;
 
@@ -758,12 +826,19 @@ static void rpage_fault_start_read(struct rpage_mapping *map,
 	rpage_prefetch_queue(run);
 }
 
-/* A fault read its page, again if reclaim had dropped it. */
-static void rpage_fault_count_read(struct rpage_mapping *map, bool reclaimed)
+/*
+ * A fault read its page, again if reclaim had dropped it; @huge: a whole
+ * 2 MiB region.
+ */
+static void rpage_fault_count_read(struct rpage_mapping *map, bool reclaimed,
+				   bool huge)
 {
 	rpage_fault_count(map, RPAGE_FC_FAULTS, 1);
+	if (huge)
+		rpage_fault_count(map, RPAGE_FC_HUGE_FAULTS, 1);
 	if (reclaimed)
-		rpage_fault_count(map, RPAGE_FC_REFETCHED, 1);
+		rpage_fault_count(map, RPAGE_FC_REFETCHED,
+				  huge ? RPAGE_HUGE_NR : 1);
 }
 
 /*
@@ -778,14 +853,15 @@ static enum rpage_fault_result rpage_fault_read(struct rpage_fault_ctx *fc,
 						int *err)
 {
 	struct rpage_mapping *map = fc->map;
+	bool huge = folio_test_large(folio);
 
 	if (fc->vmf->flags & FAULT_FLAG_RETRY_NOWAIT) {
 		rpage_fault_start_read(map, folio, index);
-		rpage_fault_count_read(map, reclaimed);
+		rpage_fault_count_read(map, reclaimed, huge);
 		fc->counted = true;
 		return RPAGE_FAULT_RETRY;
 	}
-	*err = rpage_read_folio(fc, folio, index);
+	*err = rpage_read_folio(map, fc, folio);
 	if (!*err && !rpage_map_folio_ready(map, folio))
 		/* Deleted by force meanwhile: see rpage_map_kill(). */
 		*err = -ENXIO;
@@ -794,7 +870,7 @@ static enum rpage_fault_result rpage_fault_read(struct rpage_fault_ctx *fc,
 		/* Without the lock, the retried fault reports it. */
 		return fc->unlocked ? RPAGE_FAULT_RETRY : RPAGE_FAULT_SIGBUS;
 	}
-	rpage_fault_count_read(map, reclaimed);
+	rpage_fault_count_read(map, reclaimed, huge);
 	fc->counted = true;
 	if (fc->unlocked) {
 		/* The page cache holds the page; the retry maps it. */
@@ -850,6 +926,59 @@ static void rpage_fault_prefetch_hit(struct rpage_mapping *map,
 		rpage_fault_count(map, RPAGE_FC_PREFETCH_HITS, 1);
 }
 
+/*
+ * A fault of an RPAGE_MAP_HUGE mapping on page @index, absent: puts a 2
+ * MiB folio for the page's region in the page cache, locked, charged to
+ * @memcg, for the fault to read whole; or says why 4 KiB must do
+ * (counted, and its tracepoint). core mm maps the folio with one PMD
+ * (finish_fault(), do_set_pmd()) where the area lines up with the region
+ * and no page table is there yet: these are checked first, so that a
+ * folio is 2 MiB only where it will be mapped so (a 2 MiB read for a
+ * 4 KiB mapping would be waste). Returns the folio, NULL for 4 KiB, or
+ * ERR_PTR(-EEXIST) when another folio took a page of the region
+ * meanwhile (the caller looks again).
+ */
+static struct folio *rpage_fault_huge_folio(struct rpage_fault_ctx *fc,
+					    pgoff_t index,
+					    struct mem_cgroup *memcg)
+{
+	struct rpage_mapping *map = fc->map;
+	struct vm_fault *vmf = fc->vmf;
+	struct vm_area_struct *vma = vmf->vma;
+	pgoff_t base = round_down(index, RPAGE_HUGE_NR);
+	unsigned long haddr = ALIGN_DOWN(vmf->address, RPAGE_MAP_HUGE_SIZE);
+	struct folio *folio;
+	int cause;
+
+	if (base + RPAGE_HUGE_NR > map->nr_pages)
+		cause = RPAGE_HUGE_FB_TAIL;
+	else if ((vma->vm_flags & VM_NOHUGEPAGE) ||
+		 test_bit(MMF_DISABLE_THP, &vma->vm_mm->flags))
+		cause = RPAGE_HUGE_FB_DISABLED;
+	else if (!IS_ALIGNED((vma->vm_start >> PAGE_SHIFT) - vma->vm_pgoff,
+			     RPAGE_HUGE_NR) ||
+		 haddr < vma->vm_start ||
+		 haddr + RPAGE_MAP_HUGE_SIZE > vma->vm_end)
+		cause = RPAGE_HUGE_FB_UNALIGNED;
+	/* A snapshot: finish_fault() has the last word under the lock. */
+	else if (!pmd_none(READ_ONCE(*vmf->pmd)))
+		cause = RPAGE_HUGE_FB_PTE_TABLE;
+	else if (filemap_range_has_page(map->mapping,
+					(loff_t)base << PAGE_SHIFT,
+					((loff_t)(base + RPAGE_HUGE_NR) << PAGE_SHIFT) - 1))
+		cause = RPAGE_HUGE_FB_SMALL_CACHED;
+	else {
+		folio = rpage_folio_create(map, base, RPAGE_HUGE_ORDER,
+					   vmf->gfp_mask, memcg);
+		if (!IS_ERR(folio) || PTR_ERR(folio) == -EEXIST)
+			return folio;
+		cause = RPAGE_HUGE_FB_NOMEM;
+	}
+	trace_rpage_huge_fallback(map->id, index, cause);
+	rpage_fault_count(map, RPAGE_FC_HUGE_FALLBACKS, 1);
+	return NULL;
+}
+
 static enum rpage_fault_result rpage_fault_page(struct rpage_fault_ctx *fc,
 						pgoff_t index, int *err)
 {
@@ -867,7 +996,12 @@ again:
 	if (!folio) {
 		reclaimed = rpage_page_reclaimed(map, index);
 		memcg = rpage_fault_memcg(vmf->vma->vm_mm);
-		folio = rpage_folio_create(map, index, vmf->gfp_mask, memcg);
+		folio = NULL;
+		if (map->flags & RPAGE_MAP_HUGE)
+			folio = rpage_fault_huge_folio(fc, index, memcg);
+		if (!folio)
+			folio = rpage_folio_create(map, index, 0, vmf->gfp_mask,
+						   memcg);
 		mem_cgroup_put(memcg);
 		if (IS_ERR(folio)) {
 			/* Another fault or a prefetch put it there first. */

@@ -55,8 +55,11 @@
 /* Of the internal file system the mappings' inodes live on. */
 #define RPAGE_FS_MAGIC	0x72706d66	/* "rpmf" */
 
-/* Pages written back at once: one transfer (adjacent ones share a WRITE). */
-#define RPAGE_FS_WB_BATCH	64
+/*
+ * Pages written back at once: one transfer (adjacent ones share a WRITE).
+ * A folio goes whole, so a batch holds a 2 MiB one.
+ */
+#define RPAGE_FS_WB_BATCH	RPAGE_HUGE_NR
 
 /* Mappings of read-only pools; of writable ones, with writeback. */
 static struct vfsmount *rpage_fs_mnt;
@@ -100,17 +103,21 @@ static const struct address_space_operations rpage_fs_aops = {
 /**
  * struct rpage_fs_wb - a writeback of a mapping in progress
  * @map: the mapping (see rpage_fs_writepages() for its lifetime).
- * @nr: folios in the batch, under writeback and referenced.
+ * @nr: pages in the batch: every page of each of its folios.
+ * @nr_folios: its folios, under writeback and referenced.
  * @err: the first error of a batch, 0 if none.
- * @index: their indexes in the mapping.
- * @pages: their pages.
+ * @index: the pages' indexes in the mapping.
+ * @pages: the pages.
+ * @folios: the folios.
  */
 struct rpage_fs_wb {
 	struct rpage_mapping *map;
 	unsigned int nr;
+	unsigned int nr_folios;
 	int err;
 	unsigned long index[RPAGE_FS_WB_BATCH];
 	struct page *pages[RPAGE_FS_WB_BATCH];
+	struct folio *folios[RPAGE_FS_WB_BATCH];
 };
 
 /*
@@ -161,8 +168,8 @@ static void rpage_fs_wb_flush(struct rpage_fs_wb *wb)
 		/* Pairs with the smp_rmb() in rpage_evict(). */
 		smp_mb();
 	}
-	for (i = 0; i < wb->nr; i++) {
-		struct folio *folio = page_folio(wb->pages[i]);
+	for (i = 0; i < wb->nr_folios; i++) {
+		struct folio *folio = wb->folios[i];
 
 		if (ret && !for_good)
 			filemap_dirty_folio(wb->map->mapping, folio);
@@ -175,9 +182,10 @@ static void rpage_fs_wb_flush(struct rpage_fs_wb *wb)
 	 */
 	if (ret && for_good)
 		rpage_map_keep(wb->map);
-	for (i = 0; i < wb->nr; i++)
-		folio_put(page_folio(wb->pages[i]));
+	for (i = 0; i < wb->nr_folios; i++)
+		folio_put(wb->folios[i]);
 	wb->nr = 0;
+	wb->nr_folios = 0;
 }
 
 /*
@@ -189,12 +197,19 @@ static int rpage_fs_writefolio(struct folio *folio,
 			       struct writeback_control *wbc, void *data)
 {
 	struct rpage_fs_wb *wb = data;
+	unsigned long i, nr = folio_nr_pages(folio);
 
+	/* Dirtiness is the folio's: every page of it is written. */
+	if (wb->nr + nr > RPAGE_FS_WB_BATCH)
+		rpage_fs_wb_flush(wb);
 	folio_start_writeback(folio);
 	folio_unlock(folio);
 	folio_get(folio);
-	wb->index[wb->nr] = folio->index;
-	wb->pages[wb->nr++] = folio_page(folio, 0);
+	wb->folios[wb->nr_folios++] = folio;
+	for (i = 0; i < nr; i++) {
+		wb->index[wb->nr] = folio->index + i;
+		wb->pages[wb->nr++] = folio_page(folio, i);
+	}
 	if (wb->nr == RPAGE_FS_WB_BATCH)
 		rpage_fs_wb_flush(wb);
 	return 0;
@@ -217,11 +232,12 @@ static int rpage_fs_writepages(struct address_space *mapping,
 	struct rpage_fs_wb *wb;
 	int ret;
 
-	wb = kmalloc(sizeof(*wb), GFP_NOFS);
+	wb = kvmalloc(sizeof(*wb), GFP_NOFS);
 	if (!wb)
 		return -ENOMEM;
 	wb->map = map;
 	wb->nr = 0;
+	wb->nr_folios = 0;
 	wb->err = 0;
 	/* Its allocations must not wait for writeback of its own pages. */
 	nofs = memalloc_nofs_save();
@@ -229,7 +245,7 @@ static int rpage_fs_writepages(struct address_space *mapping,
 	rpage_fs_wb_flush(wb);
 	memalloc_nofs_restore(nofs);
 	ret = ret ?: wb->err;
-	kfree(wb);
+	kvfree(wb);
 	return ret;
 }
 
@@ -292,6 +308,9 @@ struct inode *rpage_fs_inode_new(struct rpage_mapping *map, bool writable)
 	inode->i_mode = S_IFREG | 0600;
 	inode->i_private = map;
 	i_size_write(inode, (loff_t)map->nr_pages << PAGE_SHIFT);
+	/* Its folios may be 2 MiB (rpage_fault_huge()), or 4 KiB. */
+	if (map->flags & RPAGE_MAP_HUGE)
+		mapping_set_large_folios(inode->i_mapping);
 	if (!writable) {
 		inode->i_mapping->a_ops = &rpage_fs_aops;
 		return inode;

@@ -376,6 +376,9 @@ static long rpage_ioctl_api(struct rpage_file *rfile, void __user *argp)
 	memset(&arg, 0, sizeof(arg));
 	arg.api = RPAGE_API;
 	arg.features = RPAGE_FEATURES_ALL;
+	/* 2 MiB pages need the kernel's transparent huge pages. */
+	if (!rpage_huge_supported())
+		arg.features &= ~RPAGE_FEATURE_HUGE;
 	arg.ioctls = RPAGE_API_IOCTLS;
 	if (copy_to_user(uarg, &arg, sizeof(arg)))
 		return -EFAULT;
@@ -572,6 +575,11 @@ static const struct file_operations rpage_fops = {
 	.unlocked_ioctl	= rpage_ioctl,
 	.compat_ioctl	= compat_ptr_ioctl,
 	.mmap		= rpage_mmap,
+	/*
+	 * An address whose 2 MiB alignment matches the offset's, so that a
+	 * 2 MiB region of an RPAGE_MAP_HUGE mapping lines up with a PMD.
+	 */
+	.get_unmapped_area = thp_get_unmapped_area,
 	.llseek		= noop_llseek,
 };
 

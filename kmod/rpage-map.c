@@ -176,6 +176,14 @@ int rpage_map_check(const struct rpage_map *arg)
 		return -EINVAL;
 	if (arg->length > RPAGE_MAP_MAX_BYTES)
 		return -E2BIG;
+	if (arg->flags & RPAGE_MAP_HUGE) {
+		/* Read-ahead reads 4 KiB pages: it would defeat the regions. */
+		if (arg->flags & RPAGE_MAP_READAHEAD ||
+		    !IS_ALIGNED(arg->offset, RPAGE_MAP_HUGE_SIZE))
+			return -EINVAL;
+		if (!rpage_huge_supported())
+			return -EOPNOTSUPP;
+	}
 	return 0;
 }
 
@@ -456,7 +464,9 @@ void rpage_map_vma_init(struct vm_area_struct *vma, struct rpage_mapping *map)
 	 * core dumps (which would fetch every page) and, being special, of
 	 * mlock and khugepaged: its pages stay as long as the mapping keeps
 	 * them (reclaim may drop clean ones unless it is kept:
-	 * rpage_map_keep()), and are base pages.
+	 * rpage_map_keep()). They are base pages, or 2 MiB folios of an
+	 * RPAGE_MAP_HUGE mapping, which the fault path brings in itself
+	 * (VM_DONTEXPAND does not keep core mm from mapping them by PMD).
 	 */
 	rpage_vm_flags_set(vma, VM_DONTEXPAND | VM_DONTDUMP);
 	vma->vm_ops = &rpage_vm_ops;
@@ -575,8 +585,10 @@ unsigned long rpage_map_pages_cached(struct rpage_mapping *map, pgoff_t first,
 	xas_for_each(&xas, folio, last) {
 		if (xas_retry(&xas, folio) || xa_is_value(folio))
 			continue;
+		/* Its pages in the range: a 2 MiB folio's may start before. */
 		if (!uptodate || folio_test_uptodate(folio))
-			nr++;
+			nr += min_t(pgoff_t, folio->index + folio_nr_pages(folio),
+				    last + 1) - max_t(pgoff_t, folio->index, first);
 		if (++n % RPAGE_MAP_WALK_BATCH || !need_resched())
 			continue;
 		xas_pause(&xas);
@@ -593,14 +605,16 @@ unsigned long rpage_map_pages_cached(struct rpage_mapping *map, pgoff_t first,
  * wait; its mappings are zapped, which moves the dirty bits of the page
  * tables to the folios; dirty ones are written back; then the folios
  * leave the page cache. On failure every one stays as it was. A folio
- * whose READ is in flight is left alone.
+ * whose READ is in flight is left alone. A folio goes whole: a 2 MiB
+ * one partly in the range takes the range out to its ends (never a part
+ * of it truncated, which would zero the rest).
  */
 struct rpage_evict_batch {
 	struct rpage_mapping *map;
 	unsigned long nr;
+	unsigned long nr_pages;
 	unsigned long nr_dirty;
-	unsigned long *index;
-	struct page **pages;
+	struct folio **folios;
 };
 
 /* Ends an eviction: truncates the folios of @b, or leaves them. */
@@ -609,7 +623,7 @@ static void rpage_evict_settle(struct rpage_evict_batch *b, bool drop)
 	unsigned long i;
 
 	for (i = 0; i < b->nr; i++) {
-		struct folio *folio = page_folio(b->pages[i]);
+		struct folio *folio = b->folios[i];
 
 		if (drop)
 			rpage_folio_truncate(b->map->mapping, folio);
@@ -633,8 +647,8 @@ static int rpage_evict_take(struct rpage_evict_batch *b, struct folio *folio)
 		ret = folio_lock_killable(folio);
 		if (!ret && folio->mapping == b->map->mapping &&
 		    folio_test_uptodate(folio)) {
-			b->index[b->nr] = folio->index;
-			b->pages[b->nr++] = &folio->page;
+			b->folios[b->nr++] = folio;
+			b->nr_pages += folio_nr_pages(folio);
 			return 0;
 		}
 		if (!ret)
@@ -709,49 +723,67 @@ void rpage_map_xfer_release(struct rpage_xfer *x)
 		rpage_peer_put(x->peer);
 }
 
-/* Writes back the dirty pages of @b (moved to its front) to the pool. */
+/*
+ * Writes back every page of the dirty folios of @b to the pool (their
+ * dirtiness is the folio's); counts them in @b->nr_dirty.
+ */
 static int rpage_evict_write(struct rpage_evict_batch *b)
 {
 	struct rpage_xfer_range range;
+	unsigned long i, j, n = 0;
 	struct rpage_xfer x;
+	unsigned long *index;
+	struct page **pages;
 	int ret;
 
-	rpage_map_xfer_init(b->map, &x, &range, true, b->index, b->pages,
-			    b->nr_dirty);
+	for (i = 0; i < b->nr; i++)
+		if (folio_test_dirty(b->folios[i]))
+			b->nr_dirty += folio_nr_pages(b->folios[i]);
+	if (!b->nr_dirty)
+		return 0;
+	index = kvcalloc(b->nr_dirty, sizeof(*index), GFP_KERNEL | __GFP_NOWARN);
+	pages = kvcalloc(b->nr_dirty, sizeof(*pages), GFP_KERNEL | __GFP_NOWARN);
+	if (!index || !pages) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	for (i = 0; i < b->nr; i++) {
+		struct folio *folio = b->folios[i];
+
+		if (!folio_test_dirty(folio))
+			continue;
+		for (j = 0; j < folio_nr_pages(folio); j++) {
+			index[n] = folio->index + j;
+			pages[n++] = folio_page(folio, j);
+		}
+	}
+	rpage_map_xfer_init(b->map, &x, &range, true, index, pages, n);
 	x.killable = true;
 	ret = rpage_xfer(&x);
 	rpage_map_xfer_release(&x);
-	return ret == -EPERM ? -EROFS : ret;
-}
-
-/* Moves the dirty folios of @b to its front; counts them. */
-static void rpage_evict_sort_dirty(struct rpage_evict_batch *b)
-{
-	unsigned long i;
-
-	for (i = 0; i < b->nr; i++) {
-		if (!folio_test_dirty(page_folio(b->pages[i])))
-			continue;
-		swap(b->pages[i], b->pages[b->nr_dirty]);
-		swap(b->index[i], b->index[b->nr_dirty]);
-		b->nr_dirty++;
-	}
+	if (ret == -EPERM)
+		ret = -EROFS;
+out:
+	kvfree(index);
+	kvfree(pages);
+	return ret;
 }
 
 static int rpage_evict(struct rpage_mapping *map, unsigned long first,
 		       unsigned long nr, struct rpage_evict *arg)
 {
 	struct rpage_evict_batch b = { .map = map };
+	pgoff_t start, end;
 	unsigned long i;
 	int ret = 0;
 
-	/* The range is the caller's to choose: too large is ENOMEM, no WARN. */
-	b.index = kvcalloc(nr, sizeof(*b.index), GFP_KERNEL | __GFP_NOWARN);
-	b.pages = kvcalloc(nr, sizeof(*b.pages), GFP_KERNEL | __GFP_NOWARN);
-	if (!b.index || !b.pages) {
-		ret = -ENOMEM;
-		goto out;
-	}
+	/*
+	 * The range is the caller's to choose: too large is ENOMEM, no WARN.
+	 * Each folio has a page in the range: no more folios than pages.
+	 */
+	b.folios = kvcalloc(nr, sizeof(*b.folios), GFP_KERNEL | __GFP_NOWARN);
+	if (!b.folios)
+		return -ENOMEM;
 	ret = rpage_evict_claim(&b, first, first + nr - 1);
 	if (ret || !b.nr) {
 		rpage_evict_settle(&b, false);
@@ -762,7 +794,7 @@ static int rpage_evict(struct rpage_mapping *map, unsigned long first,
 	 * them clean as the only copy: it ends first, and says so first.
 	 */
 	for (i = 0; i < b.nr; i++)
-		folio_wait_writeback(page_folio(b.pages[i]));
+		folio_wait_writeback(b.folios[i]);
 	/* Pairs with the smp_mb() in rpage_fs_wb_flush(). */
 	smp_rmb();
 	ret = READ_ONCE(map->pool_lost);
@@ -773,24 +805,23 @@ static int rpage_evict(struct rpage_mapping *map, unsigned long first,
 	/*
 	 * A fault maps a folio under its lock: with every lock taken, those
 	 * mappings are in place, the zap takes them all down, and none comes
-	 * back while the locks are held.
+	 * back while the locks are held. Out to the ends of the folios.
 	 */
-	unmap_mapping_range(map->mapping, (loff_t)first << PAGE_SHIFT,
-			    (loff_t)nr << PAGE_SHIFT, 1);
-	rpage_evict_sort_dirty(&b);
-	if (b.nr_dirty)
-		ret = rpage_evict_write(&b);
+	start = min_t(pgoff_t, first, b.folios[0]->index);
+	end = max_t(pgoff_t, first + nr, folio_next_index(b.folios[b.nr - 1]));
+	unmap_mapping_range(map->mapping, (loff_t)start << PAGE_SHIFT,
+			    (loff_t)(end - start) << PAGE_SHIFT, 1);
+	ret = rpage_evict_write(&b);
 	/* All or nothing: a page not written back stays. */
 	rpage_evict_settle(&b, !ret);
 	if (!ret) {
-		arg->evicted = b.nr;
+		arg->evicted = b.nr_pages;
 		arg->written = b.nr_dirty;
-		rpage_fault_count(map, RPAGE_FC_EVICTED, b.nr);
+		rpage_fault_count(map, RPAGE_FC_EVICTED, b.nr_pages);
 		rpage_fault_count(map, RPAGE_FC_WRITTEN, b.nr_dirty);
 	}
 out:
-	kvfree(b.index);
-	kvfree(b.pages);
+	kvfree(b.folios);
 	return ret;
 }
 

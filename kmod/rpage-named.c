@@ -151,6 +151,11 @@ static const struct file_operations rpage_named_fops = {
 	.open		= rpage_named_open,
 	.release	= rpage_named_file_release,
 	.mmap		= rpage_named_mmap,
+	/*
+	 * An address whose 2 MiB alignment matches the offset's, so that a
+	 * 2 MiB region of an RPAGE_MAP_HUGE mapping lines up with a PMD.
+	 */
+	.get_unmapped_area = thp_get_unmapped_area,
 	.llseek		= rpage_named_llseek,
 	.fsync		= rpage_fs_fsync,
 };

@@ -491,7 +491,35 @@ enum rpage_fault_count {
 	RPAGE_FC_VMA_LOCKED,
 	RPAGE_FC_MMAP_LOCKED,
 	RPAGE_FC_REFETCHED,
+	RPAGE_FC_HUGE_FAULTS,
+	RPAGE_FC_HUGE_FALLBACKS,
 	RPAGE_FC_NR,
+};
+
+/*
+ * 2 MiB folios (RPAGE_MAP_HUGE): their order and pages. The flag is
+ * refused where the kernel's PMD is not 2 MiB or it has no THP.
+ */
+#define RPAGE_HUGE_ORDER	9
+#define RPAGE_HUGE_NR		(1UL << RPAGE_HUGE_ORDER)
+
+static inline bool rpage_huge_supported(void)
+{
+#ifdef CONFIG_TRANSPARENT_HUGEPAGE
+	return HPAGE_PMD_ORDER == RPAGE_HUGE_ORDER;
+#else
+	return false;
+#endif
+}
+
+/* Why a fault of an RPAGE_MAP_HUGE mapping read 4 KiB (its tracepoint). */
+enum rpage_huge_fallback {
+	RPAGE_HUGE_FB_TAIL,
+	RPAGE_HUGE_FB_DISABLED,
+	RPAGE_HUGE_FB_UNALIGNED,
+	RPAGE_HUGE_FB_PTE_TABLE,
+	RPAGE_HUGE_FB_SMALL_CACHED,
+	RPAGE_HUGE_FB_NOMEM,
 };
 
 /**

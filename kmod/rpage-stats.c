@@ -146,6 +146,8 @@ void rpage_fault_counters_sum(struct rpage_fault_counters_pcpu __percpu *c,
 	out->vma_locked = count[RPAGE_FC_VMA_LOCKED];
 	out->mmap_locked = count[RPAGE_FC_MMAP_LOCKED];
 	out->refetched = count[RPAGE_FC_REFETCHED];
+	out->huge_faults = count[RPAGE_FC_HUGE_FAULTS];
+	out->huge_fallbacks = count[RPAGE_FC_HUGE_FALLBACKS];
 }
 
 static void rpage_peer_stats_entry(struct rpage_peer *peer, void *entry)

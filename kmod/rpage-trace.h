@@ -64,6 +64,33 @@ TRACE_EVENT(rpage_fault_end,
 		      __entry->err, __entry->ns)
 );
 
+/* Why a fault of a 2 MiB mapping read 4 KiB: enum rpage_huge_fallback. */
+TRACE_DEFINE_ENUM(RPAGE_HUGE_FB_TAIL);
+TRACE_DEFINE_ENUM(RPAGE_HUGE_FB_DISABLED);
+TRACE_DEFINE_ENUM(RPAGE_HUGE_FB_UNALIGNED);
+TRACE_DEFINE_ENUM(RPAGE_HUGE_FB_PTE_TABLE);
+TRACE_DEFINE_ENUM(RPAGE_HUGE_FB_SMALL_CACHED);
+TRACE_DEFINE_ENUM(RPAGE_HUGE_FB_NOMEM);
+
+TRACE_EVENT(rpage_huge_fallback,
+	    TP_PROTO(u32 map_id, unsigned long index, int cause),
+	    TP_ARGS(map_id, index, cause),
+	    TP_STRUCT__entry(__field(u32, map_id)
+			     __field(int, cause)
+			     __field(unsigned long, index)),
+	    TP_fast_assign(__entry->map_id = map_id;
+			   __entry->cause = cause;
+			   __entry->index = index;),
+	    TP_printk("map=%u index=%lu %s", __entry->map_id, __entry->index,
+		      __print_symbolic(__entry->cause,
+				       { RPAGE_HUGE_FB_TAIL, "tail" },
+				       { RPAGE_HUGE_FB_DISABLED, "disabled" },
+				       { RPAGE_HUGE_FB_UNALIGNED, "unaligned" },
+				       { RPAGE_HUGE_FB_PTE_TABLE, "pte_table" },
+				       { RPAGE_HUGE_FB_SMALL_CACHED, "small_cached" },
+				       { RPAGE_HUGE_FB_NOMEM, "nomem" }))
+);
+
 TRACE_EVENT(rpage_io_post,
 	    TP_PROTO(u32 peer_id, u32 qp_num, bool write, u64 remote_addr,
 		     unsigned int count),

@@ -34,6 +34,15 @@
                                on standard error, how many of the pages
                                compaction moved ("moved N of M pages", by
                                their frames in /proc/self/pagemap)
+  touch PATH OFFSET LENGTH AT...
+                               map LENGTH bytes of it shared from OFFSET
+                               (at an address mmap chooses), read one byte
+                               at each AT (from OFFSET), then write the
+                               LENGTH bytes to standard output; on standard
+                               error "FilePmdMapped N" (kB of the area
+                               mapped with 2 MiB entries, from
+                               /proc/self/smaps) and "aligned yes|no" (the
+                               address against OFFSET, modulo 2 MiB)
   qtest SOCKET ADDR LENGTH     read guest-physical memory through QEMU's
                                qtest socket; raw bytes on standard output
   qtest-pages SOCKET POOL SIZE COUNT
@@ -159,6 +168,37 @@ def cmd_compact(path, length):
     return 0
 
 
+def smaps_field(addr, field):
+    """FIELD (kB) of the area of /proc/self/smaps that holds ADDR."""
+    inside = False
+    with open("/proc/self/smaps") as f:
+        for line in f:
+            head = line.split()[0]
+            if "-" in head and ":" not in head:
+                lo, hi = (int(x, 16) for x in head.split("-"))
+                inside = lo <= addr < hi
+            elif inside and head == field + ":":
+                return int(line.split()[1])
+    fail(f"no {field} in /proc/self/smaps for {addr:#x}")
+
+
+def cmd_touch(path, offset, length, at):
+    fd = os.open(path, os.O_RDWR)
+    m = mmap.mmap(fd, length, mmap.MAP_SHARED,
+                  mmap.PROT_READ | mmap.PROT_WRITE, offset=offset)
+    os.close(fd)
+    addr = ctypes.addressof(ctypes.c_char.from_buffer(m))
+    for a in at:
+        _ = m[a]
+    print(f"FilePmdMapped {smaps_field(addr, 'FilePmdMapped')}",
+          file=sys.stderr)
+    print("aligned", "yes" if (addr - offset) % (2 << 20) == 0 else "no",
+          file=sys.stderr)
+    for a in range(0, length, 1 << 20):
+        sys.stdout.buffer.write(m[a:min(a + (1 << 20), length)])
+    return 0
+
+
 def qtest_read(sock_path, addr, length):
     """Guest-physical bytes [addr, addr + length), by qtest's b64read."""
     s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -258,6 +298,9 @@ def main(argv):
     elif cmd == "map" and len(argv) == 7 and argv[3] == "--ready" \
             and argv[5] == "--go":
         return cmd_map(path, argv[4], argv[6])
+    elif cmd == "touch" and len(argv) >= 6:
+        return cmd_touch(path, int(argv[3], 0), int(argv[4], 0),
+                         [int(x, 0) for x in argv[5:]])
     elif cmd == "compact" and len(argv) == 4:
         return cmd_compact(path, int(argv[3], 0))
     elif cmd == "qtest-pages" and len(argv) == 6:

@@ -5,6 +5,7 @@
  *
  *   rpagectl map add NAME peer PEER pool ID [ offset O ] [ length L ]
  *                    [ owner USER ] [ group GROUP ] [ mode MODE ] [ readahead ]
+ *                    [ pagesize { 4K | 2M } ]
  *   rpagectl map del NAME [ force ]
  *   rpagectl map pull NAME [ depth D ] [ wait ]
  *   rpagectl map evict NAME [ offset O ] [ length L ]
@@ -17,6 +18,7 @@
 #include <pwd.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -26,6 +28,7 @@ static void map_usage(void)
 {
 	puts("Usage: rpagectl map add NAME peer PEER pool ID [ offset OFFSET ] [ length LENGTH ]\n"
 	     "                    [ owner USER ] [ group GROUP ] [ mode MODE ] [ readahead ]\n"
+	     "                    [ pagesize { 4K | 2M } ]\n"
 	     "       rpagectl map del NAME [ force ]\n"
 	     "       rpagectl map pull NAME [ depth DEPTH ] [ wait ]\n"
 	     "       rpagectl map evict NAME [ offset OFFSET ] [ length LENGTH ]\n"
@@ -119,6 +122,8 @@ static const char *map_add_words(int err)
 		return "the peer is unreachable (rpagectl peer show)";
 	case ENOSPC:
 		return "no room for another named mapping";
+	case EOPNOTSUPP:
+		return "this kernel has no transparent huge pages for pagesize 2M";
 	}
 	return NULL;
 }
@@ -186,6 +191,12 @@ static int map_add_parse(const char *subject, int argc, char **argv,
 				return usage_error("%s: mode '%s': want octal permission bits, at most 0777",
 						   subject, val);
 			a->add.mode = mode;
+		} else if (matches(key, "pagesize")) {
+			if (!strcasecmp(val, "2M"))
+				a->add.flags |= RPAGE_MAP_HUGE;
+			else if (strcasecmp(val, "4K"))
+				return usage_error("%s: pagesize '%s' is neither 4K nor 2M",
+						   subject, val);
 		} else {
 			return usage_error("%s: unexpected argument '%s'", subject, key);
 		}
@@ -240,6 +251,9 @@ static int map_add(int argc, char **argv)
 	close(fd);
 	if (!ret)
 		return 0;
+	if (ret == -EINVAL && (a.add.flags & RPAGE_MAP_HUGE))
+		return fail_cmd(what, argv[0], EINVAL,
+				"pagesize 2M needs an offset that is a multiple of 2 MiB, and no readahead");
 	return fail_cmd(what, argv[0], -ret, map_add_words(-ret));
 }
 
@@ -595,6 +609,7 @@ static void map_print(struct json_writer *jw, const struct rpage_map_info *m)
 		   m->pages_local < m->length / page_size(), "yes", "no");
 	print_bool(jw, "readahead", "readahead", m->flags & RPAGE_MAP_READAHEAD,
 		   "on", "off");
+	print_str(jw, "pagesize", "pagesize", m->flags & RPAGE_MAP_HUGE ? "2M" : "4K");
 	if (!jw)
 		printf("\n   ");
 	print_str(jw, "node", "node", node);

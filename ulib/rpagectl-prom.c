@@ -117,6 +117,8 @@ static const struct prom_counter fault_counters[] = {
 	PROM_COUNTER(struct rpage_fault_stats, vma_locked, "Fault handler calls under the per-VMA lock."),
 	PROM_COUNTER(struct rpage_fault_stats, mmap_locked, "Fault handler calls under mmap_lock."),
 	PROM_COUNTER(struct rpage_fault_stats, refetched, "Pages read again after the kernel dropped them."),
+	PROM_COUNTER(struct rpage_fault_stats, huge_faults, "Page faults that read a whole 2 MiB region."),
+	PROM_COUNTER(struct rpage_fault_stats, huge_fallbacks, "Page faults of 2 MiB mappings that read 4 KiB instead."),
 };
 
 static const struct prom_counter status_counters[] = {

@@ -242,8 +242,9 @@ static int save_maps(int fd)
 		       (uint64_t)m->pool_id, offset, length);
 		print_owner("owner", m->uid, false);
 		print_owner("group", m->gid, true);
-		printf(" mode %04o%s\n", m->mode,
-		       m->flags & RPAGE_MAP_READAHEAD ? " readahead" : "");
+		printf(" mode %04o%s%s\n", m->mode,
+		       m->flags & RPAGE_MAP_READAHEAD ? " readahead" : "",
+		       m->flags & RPAGE_MAP_HUGE ? " pagesize 2M" : "");
 	}
 	free(maps);
 	return 0;

@@ -187,6 +187,8 @@ static void fault_stats_print(struct json_writer *jw,
 		STAT_COUNTER(struct rpage_fault_stats, vma_locked),
 		STAT_COUNTER(struct rpage_fault_stats, mmap_locked),
 		STAT_COUNTER(struct rpage_fault_stats, refetched),
+		STAT_COUNTER(struct rpage_fault_stats, huge_faults),
+		STAT_COUNTER(struct rpage_fault_stats, huge_fallbacks),
 	};
 
 	if (jw)

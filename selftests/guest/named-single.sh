@@ -262,7 +262,7 @@ test_json_outputs_have_their_documented_keys() {
 		"$RPAGECTL" -j peer show || return
 	json_keys '.[0]' "id length flags kind owner" "$RPAGECTL" -j pool show || return
 	json_keys '.[0]' "peer peer_id id length flags" "$RPAGECTL" -j pool show remote || return
-	json_keys '.[0]' "name id peer pool offset length pages_local pages users depends readahead node uid gid mode" \
+	json_keys '.[0]' "name id peer pool offset length pages_local pages users depends readahead pagesize node uid gid mode" \
 		"$RPAGECTL" -j map show || return
 	json_keys . "peers devices" "$RPAGECTL" -j stat show || return
 	json_keys '.peers[0]' "name id reads writes read_bytes write_bytes errors connects rejects latency fault" \
@@ -270,7 +270,7 @@ test_json_outputs_have_their_documented_keys() {
 	json_keys '.devices[0]' "name index reads writes read_bytes write_bytes errors connects rejects latency" \
 		"$RPAGECTL" -j stat show || return
 	json_keys '.peers[0].latency' "p50_ns p90_ns p99_ns p999_ns samples histogram" "$RPAGECTL" -j stat show || return
-	json_keys '.peers[0].fault' "faults minor_faults waits prefetched prefetch_hits evicted written sigbus vma_locked mmap_locked refetched latency" \
+	json_keys '.peers[0].fault' "faults minor_faults waits prefetched prefetch_hits evicted written sigbus vma_locked mmap_locked refetched huge_faults huge_fallbacks latency" \
 		"$RPAGECTL" -j stat show || return
 	json_keys '.maps[0]' "name id peer fault" "$RPAGECTL" -j stat map || return
 	# Types where text had words: booleans, and null where nothing is.
@@ -525,6 +525,87 @@ test_named_evict() {
 	"$RPAGECTL" map del ev && "$RPAGECTL" pool destroy $pool
 }
 
+# huge_fault NAME FIELD: a fault counter of named mapping NAME.
+huge_fault() {
+	"$RPAGECTL" -j stat map "$1" | jq -er ".maps[0].fault.$2"
+}
+
+# A pagesize 2M mapping: a process's first touch of a 2 MiB region reads
+# the region whole, into one folio its area maps with one PMD entry
+# (smaps FilePmdMapped), the bytes the pool's. An area that starts inside
+# a region has 4 KiB pages there (counted as fallbacks) and 2 MiB ones in
+# the regions it holds whole. A store dirties a region whole, and
+# eviction writes back every page of it (never a part: the pool holds
+# the bytes after). A fault as KVM takes one (FOLL_NOWAIT) has the region
+# read whole in the background.
+test_named_huge_pages() {
+	local pool=16 node=/dev/rpage-map/huge out v
+	"$RPAGECTL" pool create $pool size 16M writable || return
+	wait_until 30 remote_pool_listed self $pool || fail "pool not announced" || return
+	"$NAMED_PATTERN" fill self $pool 16M || fail "filling the pool" || return
+	! "$RPAGECTL" map add huge peer self pool $pool offset 4K pagesize 2M 2> /tmp/err ||
+		fail "a 2M mapping at an offset not 2 MiB aligned was made" || return
+	! "$RPAGECTL" map add huge peer self pool $pool pagesize 2M readahead 2> /dev/null ||
+		fail "a 2M mapping with read-ahead was made" || return
+	"$RPAGECTL" map add huge peer self pool $pool pagesize 2M || fail "map add pagesize 2M" || return
+	wait_until 10 test -c $node || fail "no $node" || return
+	expect_eq "$(named_field huge pagesize)" 2M "map show pagesize" || return
+	"$RPAGECTL" save | grep "^map add huge .* pagesize 2M" || fail "save without pagesize 2M" || return
+
+	# One touch in each of four regions.
+	$NODE_TOOL touch $node 0 $((8 << 20)) 0 $(((2 << 20) + 28672)) $(((4 << 20) + 12345)) $((6 << 20)) \
+		2> /tmp/huge.err | "$NAMED_PATTERN" check-file $pool - --length 8M ||
+		fail "the bytes of 8 MiB in four 2 MiB regions: $(cat /tmp/huge.err)" || return
+	cat /tmp/huge.err
+	expect_eq "$(sed -n 's/^aligned //p' /tmp/huge.err)" yes "the area's address, modulo 2 MiB" || return
+	expect_eq "$(sed -n 's/^FilePmdMapped //p' /tmp/huge.err)" 8192 "kB mapped by PMD" || return
+	"$RPAGECTL" stat map huge
+	expect_eq "$(huge_fault huge huge_faults)" 4 "2 MiB faults" || return
+	expect_eq "$(huge_fault huge huge_fallbacks)" 0 "fallbacks" || return
+	expect_eq "$(huge_fault huge faults)" 4 "faults" || return
+	expect_eq "$(named_field huge pages_local)" 2048 "pages here" || return
+
+	# An area from 8 MiB + 4 KiB: region 4 is 4 KiB, region 5 2 MiB.
+	$NODE_TOOL touch $node $(((8 << 20) + 4096)) $((4 << 20)) 0 $(((2 << 20) - 4096)) \
+		2> /tmp/huge.err | "$NAMED_PATTERN" check-file $pool - --offset $(((8 << 20) + 4096)) \
+		--length 4M || fail "the bytes of an area that starts inside a region: $(cat /tmp/huge.err)" || return
+	cat /tmp/huge.err
+	expect_eq "$(sed -n 's/^FilePmdMapped //p' /tmp/huge.err)" 2048 "kB mapped by PMD" || return
+	expect_eq "$(huge_fault huge huge_faults)" 5 "2 MiB faults" || return
+	v=$(huge_fault huge huge_fallbacks)
+	[ "$v" -ge 1 ] || fail "no fallback counted for a region the area does not hold" || return
+
+	# Stores: 2 MiB of 0xa5 into region 7 (a write fault reads it whole),
+	# one byte into region 0 (a clean huge page dirtied): both written
+	# back whole.
+	head -c 2M /dev/zero | tr '\0' '\245' > /tmp/huge.a5
+	$NODE_TOOL load $node $((14 << 20)) < /tmp/huge.a5 || fail "store 2 MiB" || return
+	$NODE_TOOL write $node 100 a5 || fail "store a byte" || return
+	out=$("$RPAGECTL" -j map evict huge) || fail "map evict" || return
+	echo "$out"
+	expect_eq "$(echo "$out" | jq .written)" 1024 "pages written back: two whole regions" || return
+	expect_eq "$(named_field huge pages_local)" 0 "pages here after the eviction" || return
+	"$RPAGECTL" read self $pool 14M 2M file /tmp/huge.pool || return
+	cmp /tmp/huge.a5 /tmp/huge.pool || fail "the pool after the eviction: not the 2 MiB stored" || return
+	"$RPAGECTL" read self $pool 0 2M file /tmp/huge.pool || return
+	expect_eq "$(od -An -tx1 -j 100 -N 1 /tmp/huge.pool | tr -d ' ')" a5 "the byte stored" || return
+	dd if=/tmp/huge.pool bs=4096 skip=1 status=none |
+		"$NAMED_PATTERN" check-file $pool - --offset 4096 --length $(((2 << 20) - 4096)) ||
+		fail "the rest of region 0 in the pool" || return
+
+	# A fault as KVM's: FOLL_NOWAIT first, the region read in the background.
+	insmod "$RPAGE_GUP_KO" || fail "insmod rpage_gup_test" || return
+	wait_until 10 test -c /dev/rpage_gup_test || fail "no /dev/rpage_gup_test" || return
+	RPAGE_SLOW=$RPAGE_SLOW python3 "$RPAGE_REPO/selftests/rpage_gup_fault.py" $node $((12 << 20)) 1 \
+		> /tmp/gup.out || fail "a fault as KVM's on a 2 MiB region" || return
+	"$NAMED_PATTERN" check-file $pool - --offset $((12 << 20)) < /tmp/gup.out ||
+		fail "the bytes KVM's fault got" || return
+	# Regions 0-3, 5, 7 (the stores) and 6.
+	expect_eq "$(huge_fault huge huge_faults)" 7 "2 MiB faults" || return
+	rmmod rpage_gup_test
+	"$RPAGECTL" map del huge && "$RPAGECTL" pool destroy $pool
+}
+
 # named_pulled_and_partial: maps the pool twice, as "pulled" (every page
 # fetched) and "partial" (only its first MiB read).
 named_pulled_and_partial() {
@@ -719,6 +800,7 @@ run_test named_pool_of_a_tmpfs_file_is_read_in_place test_named_pool_of_a_tmpfs_
 run_test named_pool_of_a_hugetlbfs_file_is_read_in_place test_named_pool_of_a_hugetlbfs_file
 run_test named_del_in_use_is_ebusy_force_sigbus test_named_del_in_use
 run_test named_evict_writes_back_and_drops test_named_evict
+run_test named_huge_pages_are_read_and_mapped_whole test_named_huge_pages
 run_test named_pull_then_pool_destroyed_reads_right test_named_pull_then_pool_destroyed
 run_test named_pull_then_peer_deleted_lets_it_go test_named_pull_then_peer_deleted
 run_test named_unload_refused_while_in_use test_named_unload_refused_while_in_use

@@ -72,13 +72,15 @@
 #define RPAGE_FEATURE_FAULT_LOCKS	(1ULL << 4)
 #define RPAGE_FEATURE_RECLAIM		(1ULL << 5)
 #define RPAGE_FEATURE_WRITEBACK		(1ULL << 6)
+#define RPAGE_FEATURE_HUGE		(1ULL << 7)
 #define RPAGE_FEATURES_ALL	(RPAGE_FEATURE_PEER_REFUSALS | \
 				 RPAGE_FEATURE_TRANSPORT | \
 				 RPAGE_FEATURE_TCP | \
 				 RPAGE_FEATURE_POOL_PEERS | \
 				 RPAGE_FEATURE_FAULT_LOCKS | \
 				 RPAGE_FEATURE_RECLAIM | \
-				 RPAGE_FEATURE_WRITEBACK)
+				 RPAGE_FEATURE_WRITEBACK | \
+				 RPAGE_FEATURE_HUGE)
 
 /* Bounds of names and of strings the kernel reports. */
 #define RPAGE_NAME_MAX		64
@@ -683,7 +685,22 @@ struct rpage_device_stats {
 /* Remote mapping flags (struct rpage_map.flags). */
 /* Read ahead on faults that follow a sequential or strided pattern. */
 #define RPAGE_MAP_READAHEAD	(1U << 0)
-#define RPAGE_MAP_FLAGS_ALL	RPAGE_MAP_READAHEAD
+/*
+ * RPAGE_FEATURE_HUGE: 2 MiB pages. The first fault in a 2 MiB region of
+ * the mapping (RPAGE_MAP_HUGE_SIZE, counted from the mapping's start)
+ * reads the whole region in one transfer, into one 2 MiB folio, which a
+ * virtual memory area whose addresses line up with the region (mmap(2)
+ * chooses such an address by itself; a MAP_FIXED one must be 2 MiB
+ * aligned, as QEMU's align=2M makes it) maps with one page middle
+ * directory entry, and KVM with a 2 MiB page. Where that cannot be (see
+ * struct rpage_fault_stats.huge_fallbacks), the fault reads 4 KiB as
+ * without the flag. The pool offset must be a multiple of
+ * RPAGE_MAP_HUGE_SIZE; not with RPAGE_MAP_READAHEAD. EOPNOTSUPP on a
+ * kernel without transparent huge pages.
+ */
+#define RPAGE_MAP_HUGE		(1U << 1)
+#define RPAGE_MAP_FLAGS_ALL	(RPAGE_MAP_READAHEAD | RPAGE_MAP_HUGE)
+#define RPAGE_MAP_HUGE_SIZE	(2ULL << 20)
 
 /* Most bytes one remote mapping covers: 2^32 pages. */
 #define RPAGE_MAP_MAX_BYTES	(1ULL << 44)
@@ -885,6 +902,14 @@ struct rpage_evict {
  *	dropped them (RPAGE_FEATURE_RECLAIM); also counted in @faults or
  *	@prefetched. A lower bound: the kernel forgets pages it dropped
  *	long ago (their shadow entries) under memory pressure.
+ * @huge_faults: faults that read a whole 2 MiB region into one folio
+ *	(RPAGE_MAP_HUGE; RPAGE_FEATURE_HUGE); also counted in @faults.
+ * @huge_fallbacks: faults of an RPAGE_MAP_HUGE mapping that read 4 KiB
+ *	instead: the region ends past the mapping, the area does not line
+ *	up with it or has huge pages switched off (MADV_NOHUGEPAGE,
+ *	PR_SET_THP_DISABLE), the region is mapped with 4 KiB pages in the
+ *	process already or has 4 KiB pages here, or no 2 MiB of memory
+ *	could be had; the tracepoint rpage:rpage_huge_fallback says which.
  * @reserved: zero.
  * @latency: histogram of every fault's time in rpage, from entry to the
  *	page being ready, log2 buckets of nanoseconds.
@@ -901,7 +926,9 @@ struct rpage_fault_stats {
 	__u64 vma_locked;
 	__u64 mmap_locked;
 	__u64 refetched;
-	__u64 reserved[5];
+	__u64 huge_faults;
+	__u64 huge_fallbacks;
+	__u64 reserved[3];
 	__u64 latency[RPAGE_HIST_BUCKETS];
 };
 
