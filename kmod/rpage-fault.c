@@ -927,6 +927,35 @@ static void rpage_fault_prefetch_hit(struct rpage_mapping *map,
 }
 
 /*
+ * Why page @index's 2 MiB region cannot be one folio that the fault's
+ * area maps with a PMD (enum rpage_huge_fallback), or -1 if it can.
+ */
+static int rpage_fault_huge_cause(struct rpage_fault_ctx *fc, pgoff_t index)
+{
+	struct vm_fault *vmf = fc->vmf;
+	struct vm_area_struct *vma = vmf->vma;
+	pgoff_t base = round_down(index, RPAGE_HUGE_NR);
+	unsigned long haddr = ALIGN_DOWN(vmf->address, RPAGE_MAP_HUGE_SIZE);
+
+	if (base + RPAGE_HUGE_NR > fc->map->nr_pages)
+		return RPAGE_HUGE_FB_TAIL;
+	if ((vma->vm_flags & VM_NOHUGEPAGE) ||
+	    test_bit(MMF_DISABLE_THP, &vma->vm_mm->flags))
+		return RPAGE_HUGE_FB_DISABLED;
+	if (!IS_ALIGNED((vma->vm_start >> PAGE_SHIFT) - vma->vm_pgoff,
+			RPAGE_HUGE_NR) ||
+	    haddr < vma->vm_start || haddr + RPAGE_MAP_HUGE_SIZE > vma->vm_end)
+		return RPAGE_HUGE_FB_UNALIGNED;
+	/* A snapshot: finish_fault() has the last word under the lock. */
+	if (!pmd_none(READ_ONCE(*vmf->pmd)))
+		return RPAGE_HUGE_FB_PTE_TABLE;
+	if (filemap_range_has_page(fc->map->mapping, (loff_t)base << PAGE_SHIFT,
+				   ((loff_t)(base + RPAGE_HUGE_NR) << PAGE_SHIFT) - 1))
+		return RPAGE_HUGE_FB_SMALL_CACHED;
+	return -1;
+}
+
+/*
  * A fault of an RPAGE_MAP_HUGE mapping on page @index, absent: puts a 2
  * MiB folio for the page's region in the page cache, locked, charged to
  * @memcg, for the fault to read whole; or says why 4 KiB must do
@@ -942,40 +971,19 @@ static struct folio *rpage_fault_huge_folio(struct rpage_fault_ctx *fc,
 					    pgoff_t index,
 					    struct mem_cgroup *memcg)
 {
-	struct rpage_mapping *map = fc->map;
-	struct vm_fault *vmf = fc->vmf;
-	struct vm_area_struct *vma = vmf->vma;
-	pgoff_t base = round_down(index, RPAGE_HUGE_NR);
-	unsigned long haddr = ALIGN_DOWN(vmf->address, RPAGE_MAP_HUGE_SIZE);
 	struct folio *folio;
-	int cause;
+	int cause = rpage_fault_huge_cause(fc, index);
 
-	if (base + RPAGE_HUGE_NR > map->nr_pages)
-		cause = RPAGE_HUGE_FB_TAIL;
-	else if ((vma->vm_flags & VM_NOHUGEPAGE) ||
-		 test_bit(MMF_DISABLE_THP, &vma->vm_mm->flags))
-		cause = RPAGE_HUGE_FB_DISABLED;
-	else if (!IS_ALIGNED((vma->vm_start >> PAGE_SHIFT) - vma->vm_pgoff,
-			     RPAGE_HUGE_NR) ||
-		 haddr < vma->vm_start ||
-		 haddr + RPAGE_MAP_HUGE_SIZE > vma->vm_end)
-		cause = RPAGE_HUGE_FB_UNALIGNED;
-	/* A snapshot: finish_fault() has the last word under the lock. */
-	else if (!pmd_none(READ_ONCE(*vmf->pmd)))
-		cause = RPAGE_HUGE_FB_PTE_TABLE;
-	else if (filemap_range_has_page(map->mapping,
-					(loff_t)base << PAGE_SHIFT,
-					((loff_t)(base + RPAGE_HUGE_NR) << PAGE_SHIFT) - 1))
-		cause = RPAGE_HUGE_FB_SMALL_CACHED;
-	else {
-		folio = rpage_folio_create(map, base, RPAGE_HUGE_ORDER,
-					   vmf->gfp_mask, memcg);
+	if (cause < 0) {
+		folio = rpage_folio_create(fc->map, round_down(index, RPAGE_HUGE_NR),
+					   RPAGE_HUGE_ORDER, fc->vmf->gfp_mask,
+					   memcg);
 		if (!IS_ERR(folio) || PTR_ERR(folio) == -EEXIST)
 			return folio;
 		cause = RPAGE_HUGE_FB_NOMEM;
 	}
-	trace_rpage_huge_fallback(map->id, index, cause);
-	rpage_fault_count(map, RPAGE_FC_HUGE_FALLBACKS, 1);
+	trace_rpage_huge_fallback(fc->map->id, index, cause);
+	rpage_fault_count(fc->map, RPAGE_FC_HUGE_FALLBACKS, 1);
 	return NULL;
 }
 
