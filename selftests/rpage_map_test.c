@@ -17,6 +17,7 @@
  * when it ends.
  */
 #include <fcntl.h>
+#include <inttypes.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdint.h>
@@ -644,6 +645,54 @@ TEST_F_TIMEOUT(map, whole_pool_reads_like_rpage_read, 120)
 	EXPECT_EQ(0, memcmp(buf, self->addr, pages * page));
 	EXPECT_EQ(UINT64_MAX, check_pages(self->addr, POOL_A, 0, 0, pages, SEED));
 	EXPECT_EQ(pages, area_stats(_metadata, self).faults);
+}
+
+/* The kB of @field in the area of /proc/self/smaps that holds @addr; -1. */
+static long smaps_kb(const void *addr, const char *field)
+{
+	uintptr_t a = (uintptr_t)addr, lo, hi;
+	size_t len = strlen(field);
+	bool inside = false;
+	char line[512];
+	long kb = -1;
+	FILE *f = fopen("/proc/self/smaps", "r");
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "%" SCNxPTR "-%" SCNxPTR " ", &lo, &hi) == 2 &&
+		    strchr(line, '-') < strchr(line, ' '))
+			inside = lo <= a && a < hi;
+		else if (inside && !strncmp(line, field, len) && line[len] == ':')
+			kb = strtol(line + len + 1, NULL, 10);
+	}
+	fclose(f);
+	return kb;
+}
+
+/*
+ * RPAGE_MAP_HUGE through /dev/rpage: the area's address lines up with
+ * the 2 MiB regions by itself (get_unmapped_area), one touch in each of
+ * four regions reads each whole (one fault each), and the area maps
+ * them with PMD entries (FilePmdMapped); every byte is the pool's.
+ */
+TEST_F_TIMEOUT(map, huge_regions_are_read_whole_and_pmd_mapped, 120)
+{
+	const uint64_t pages = 2048, region = 2 << 20;
+	struct rpage_fault_stats st;
+
+	NEED_AREA(pages, RPAGE_MAP_HUGE);
+	EXPECT_EQ(0, (uintptr_t)self->addr % region);
+	for (uint64_t r = 0; r < 4; r++)
+		(void)*(volatile unsigned char *)(self->addr + r * region + r * page);
+	EXPECT_EQ(4 * (long)(region >> 10), smaps_kb(self->addr, "FilePmdMapped"));
+	st = area_stats(_metadata, self);
+	EXPECT_EQ(4, st.faults);
+	EXPECT_EQ(4, st.huge_faults);
+	EXPECT_EQ(0, st.huge_fallbacks);
+	EXPECT_EQ(UINT64_MAX, check_pages(self->addr, POOL_A, 0, 0, pages, SEED));
+	st = area_stats(_metadata, self);
+	EXPECT_EQ(4, st.faults);
 }
 
 TEST_F_TIMEOUT(map, each_page_faults_once, 120)
