@@ -135,6 +135,7 @@ comp_out=$(bash -c '
 	comp rpagectl pe a x ""
 	comp rpagectl peer add x transport ""
 	comp rpagectl map add vm owner roo
+	comp rpagectl map add vm pagesize ""
 	comp rpagectl po cr 7 w
 	comp rpagectl -b /de
 ' 2>&1)
@@ -143,6 +144,7 @@ rpagectl -j ma  -> add del pull evict show help
 rpagectl pe a x  -> addr port transport loss-timeout
 rpagectl peer add x transport  -> auto rdma tcp loop
 rpagectl map add vm owner roo -> root
+rpagectl map add vm pagesize  -> 4K 2M
 rpagectl po cr 7 w -> writable
 rpagectl -b /de -> /dev'
 if [ "$comp_out" = "$comp_want" ]; then
