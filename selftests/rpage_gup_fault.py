@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0
 """Faults in pages of a named mapping the way KVM does.
 
-    rpage_gup_fault.py NODE OFFSET PAGES [--write]
+    rpage_gup_fault.py NODE OFFSET PAGES [--write] [--pause-at N READY GO]
 
 Maps NODE shared and, through /dev/rpage_gup_test (selftests/kmod/
 rpage_gup_test.ko), asks for each of PAGES pages from byte OFFSET on as
@@ -12,8 +12,10 @@ fault may not wait for its READ), then again every 10 ms until the page
 is there. The 64 bytes GUP saw at each page must be what the process
 reads there. Then one more page, the next, without FOLL_NOWAIT: got at
 once. Writes PAGES + 1 pages, as read, to standard output (for
-rpage_pattern check-file); one line per page on standard error. Exit
-status 0 if every page went so, 1 if not.
+rpage_pattern check-file); one line per page on standard error. With
+--pause-at, before page N it creates the file READY and waits for the
+file GO (a test does something to the host meanwhile). Exit status 0 if
+every page went so, 1 if not.
 """
 import ctypes
 import fcntl
@@ -42,6 +44,10 @@ def gup(dev, addr, flags):
 def main():
     node, offset, pages = sys.argv[1], int(sys.argv[2], 0), int(sys.argv[3])
     extra = WRITE if "--write" in sys.argv[4:] else 0
+    pause_at, ready, go = -1, None, None
+    if "--pause-at" in sys.argv[4:]:
+        at = sys.argv.index("--pause-at")
+        pause_at, ready, go = int(sys.argv[at + 1]), sys.argv[at + 2], sys.argv[at + 3]
     fd = os.open(node, os.O_RDWR)
     size = os.lseek(fd, 0, os.SEEK_END)
     m = mmap.mmap(fd, size, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
@@ -49,6 +55,10 @@ def main():
     dev = os.open("/dev/rpage_gup_test", os.O_RDWR)
     bad = 0
     for i in range(pages):
+        if i == pause_at:
+            open(ready, "w").close()
+            while not os.path.exists(go):
+                time.sleep(0.05)
         off = offset + i * PAGE
         result, ns, head = gup(dev, base + off, NOWAIT | extra)
         first = result

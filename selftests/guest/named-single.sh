@@ -89,35 +89,43 @@ gup_pages_got() {
 }
 
 # KVM's faults ride through the RDMA device going away: FOLL_NOWAIT
-# faults on 256 pages while rxe0 is deleted and added again. A READ a
-# fault posted fails flushed (its folio leaves the page cache and the
-# next fault reads it again); a fault that finds the peer reconnecting
-# has a worker read its page once the peer is back. Every page arrives,
-# with the pool's bytes, and the kernel log stays clean.
+# faults on 256 pages, paused after 20 while rxe0 is deleted, going on
+# while it is added again. A READ a fault posted that fails flushed
+# leaves its folio out of the page cache, and the next fault reads it
+# again; a fault that finds the peer reconnecting has a worker read its
+# page once the peer is back. Every page arrives, with the pool's bytes,
+# and the kernel log stays clean.
 test_named_kvm_faults_ride_through_device_removal() {
-	local node=/dev/rpage-map/kvm2 pid rc polls
+	local node=/dev/rpage-map/kvm2 pid rc polls=0
 	gup_map_add kvm2 || return
+	rm -f /tmp/gup.ready /tmp/gup.go
 	# A page waits out the outage: a minute of FOLL_NOWAIT polls at most.
 	RPAGE_SLOW=$((RPAGE_SLOW * 6)) python3 "$RPAGE_REPO/selftests/rpage_gup_fault.py" \
-		"$node" $((56 << 20)) 256 > /tmp/gup.out 2> /tmp/gup.err &
+		"$node" $((56 << 20)) 256 --pause-at 20 /tmp/gup.ready /tmp/gup.go \
+		> /tmp/gup.out 2> /tmp/gup.err &
 	pid=$!
-	# The outage meets faults: 20 pages got first.
-	wait_until 60 gup_pages_got 20 ||
-		fail "the faults never started" || return
-	rdma link delete rxe0 || fail "rdma link delete" || return
-	sleep 1
-	rdma link add rxe0 type rxe netdev eth0 || fail "rdma link add" || return
+	if wait_until 60 test -e /tmp/gup.ready && rdma link delete rxe0; then
+		touch /tmp/gup.go
+		sleep 1
+		rdma link add rxe0 type rxe netdev eth0 || fail "rdma link add"
+	else
+		fail "the faults never started, or rdma link delete failed"
+		touch /tmp/gup.go
+		rdma link show rxe0/1 > /dev/null 2>&1 || rdma link add rxe0 type rxe netdev eth0
+	fi
 	wait "$pid"
 	rc=$?
 	grep -v "bytes match" /tmp/gup.err
 	polls=$(sed -n 's/.*got after \([0-9]*\) polls.*/\1/p' /tmp/gup.err | sort -n | tail -n 1)
 	echo "# $(grep -c "bytes match" /tmp/gup.err) pages got, one after ${polls:-?} polls at most"
+	# Gone whatever happened, so that no later test finds them.
+	wait_until 60 peer_is self connected || fail "self not connected again"
+	"$RPAGECTL" map del kvm2 && rmmod rpage_gup_test || fail "map del kvm2, rmmod"
+	[ "$TEST_FAILED" -eq 0 ] || return 1
 	expect_eq "$rc" 0 "faults as KVM's through the device's removal" || return
 	[ "${polls:-0}" -ge 2 ] || fail "no fault waited for the device: the outage met none" || return
 	"$NAMED_PATTERN" check-file "$NAMED_POOL" - --offset $((56 << 20)) < /tmp/gup.out ||
-		fail "the bytes of the pages got" || return
-	wait_until 60 peer_is self connected || fail "self not connected again" || return
-	"$RPAGECTL" map del kvm2 && rmmod rpage_gup_test
+		fail "the bytes of the pages got"
 }
 
 # A mapping's pages are charged to the process whose memory they are.
