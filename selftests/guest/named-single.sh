@@ -591,7 +591,9 @@ test_named_huge_pages() {
 	$NODE_TOOL write $node 100 a5 || fail "store a byte" || return
 	out=$("$RPAGECTL" -j map evict huge) || fail "map evict" || return
 	echo "$out"
-	expect_eq "$(echo "$out" | jq .written)" 1024 "pages written back: two whole regions" || return
+	# By the eviction, or by the flusher before it (a slow kernel's):
+	# the mapping's counter has both.
+	expect_eq "$(huge_fault huge written)" 1024 "pages written back: two whole regions" || return
 	expect_eq "$(named_field huge pages_local)" 0 "pages here after the eviction" || return
 	"$RPAGECTL" read self $pool 14M 2M file /tmp/huge.pool || return
 	cmp /tmp/huge.a5 /tmp/huge.pool || fail "the pool after the eviction: not the 2 MiB stored" || return
