@@ -501,7 +501,7 @@ enum rpage_fault_count {
  * refused where the kernel's PMD is not 2 MiB or it has no THP.
  */
 #define RPAGE_HUGE_ORDER	9
-#define RPAGE_HUGE_NR		(1UL << RPAGE_HUGE_ORDER)
+#define RPAGE_HUGE_NR		BIT(RPAGE_HUGE_ORDER)
 
 static inline bool rpage_huge_supported(void)
 {
