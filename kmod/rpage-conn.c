@@ -15,6 +15,7 @@
 #include "rpage-pri.h"
 
 #include <linux/delay.h>
+#include <linux/dma-mapping.h>
 #include <linux/kmemleak.h>
 #include <linux/sched.h>
 #include <linux/slab.h>
@@ -193,6 +194,22 @@ static void rpage_conn_free_cqs(struct rpage_conn *conn)
 }
 
 /*
+ * The most bytes one scatter/gather entry of @ibdev's may cover, whole
+ * pages: its DMA segment limit, and where it maps through a bounce
+ * buffer (swiotlb) that buffer's; a 2 MiB folio is one entry where both
+ * allow (software devices: no limit).
+ */
+static u32 rpage_rdma_sge_bytes(struct ib_device *ibdev)
+{
+	u64 bytes = ib_dma_max_seg_size(ibdev);
+
+	if (!ib_uses_virt_dma(ibdev))
+		bytes = min_t(u64, bytes, dma_max_mapping_size(ibdev->dma_device));
+	return max_t(u32, round_down(min_t(u64, bytes, SZ_1G), PAGE_SIZE),
+		     PAGE_SIZE);
+}
+
+/*
  * Creates the completion queues and queue pair of @conn on the device of
  * @cm_id. Runs in an rdma_cm callback (route resolved, or connect
  * request).
@@ -283,6 +300,7 @@ int rpage_conn_create_qp(struct rpage_conn *conn, struct rdma_cm_id *cm_id)
 	atomic_set(&conn->sq_free, RPAGE_SEND_DEPTH);
 	conn->max_write_sge = max_sge;
 	conn->max_read_sge = max_read_sge;
+	conn->max_sge_bytes = rpage_rdma_sge_bytes(ibdev);
 	conn->dev = dev;
 	atomic_inc(&dev->users);
 	return 0;

@@ -201,8 +201,10 @@ struct rpage_peer;
  * @recv_lock: orders reposting a receive against teardown.
  * @closing: set under @recv_lock before the queue pair is destroyed.
  * @sq_free: send queue slots not taken by work requests in flight.
- * @max_write_sge: pages one RDMA WRITE may gather.
- * @max_read_sge: pages one RDMA READ may scatter into.
+ * @max_write_sge: scatter/gather entries one RDMA WRITE may gather from.
+ * @max_read_sge: entries one RDMA READ may scatter into.
+ * @max_sge_bytes: bytes one entry may cover (pages next to each other in
+ *	one folio share an entry): what the device's DMA allows.
  * @inbound: the peer opened it (we serve); else we opened it (we read).
  * @index: which of the opener's queue pairs to the peer this is.
  * @state: RPAGE_CONN_*; see rpage_conn_set_state().
@@ -238,6 +240,7 @@ struct rpage_conn {
 	atomic_t sq_free;
 	u32 max_write_sge;
 	u32 max_read_sge;
+	u32 max_sge_bytes;
 	bool inbound;
 	u16 index;
 	enum rpage_conn_state state;

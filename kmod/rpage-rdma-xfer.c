@@ -5,7 +5,10 @@
  * the caller's pages and the peer's registered pool memory.
  *
  * Pages that follow each other in the caller's array and in a region of
- * the pool share one RDMA READ or WRITE (up to RPAGE_IO_MAX_SGE pages).
+ * the pool share one RDMA READ or WRITE, and those of them next to each
+ * other in one folio share one scatter/gather entry (up to
+ * RPAGE_IO_MAX_SGE entries): a 2 MiB folio read from a 2 MiB region of
+ * the pool is one work request with one entry.
  * Work requests go on the queue pair of the current CPU, as many per
  * doorbell as the send queue has room for (or the caller's depth), from
  * a window of RPAGE_XFER_SLOTS: the memory a transfer needs does not
@@ -78,9 +81,11 @@ enum rpage_rdma_op_state {
  * struct rpage_rdma_op - one work request: pages adjacent in the pool
  * @cqe: completion entry.
  * @wr: the work request.
- * @sge: its pages as the device sees them, @wr.wr.num_sge of them.
+ * @sge: its pages as the device sees them, @wr.wr.num_sge entries, each
+ *	of pages next to each other in one folio.
  * @run: the transfer it belongs to.
  * @first: the index of its first page in the transfer's pages.
+ * @nr_pages: how many pages it moves, from @first on.
  * @posted_ns: when it was posted.
  * @wc_status: how it completed.
  * @state: enum rpage_rdma_op_state; DONE is set by whoever polled the
@@ -92,6 +97,7 @@ struct rpage_rdma_op {
 	struct ib_sge sge[RPAGE_IO_MAX_SGE];
 	struct rpage_rdma_run *run;
 	unsigned long first;
+	unsigned long nr_pages;
 	u64 posted_ns;
 	enum ib_wc_status wc_status;
 	int state;
@@ -108,8 +114,9 @@ struct rpage_rdma_op {
  * @async: started without waiting (rpage_rdma_xfer_start()): its end is
  *	told to the core.
  * @entry: a detached run's link in its queue pair's @detached list.
- * @kept: a detached run's pages, by slot: RPAGE_IO_MAX_SGE each, held
- *	until the slot's work request completes.
+ * @kept: a detached run's pages, by slot: RPAGE_IO_MAX_SGE each, the
+ *	first page of each entry (which holds its folio), held until the
+ *	slot's work request completes.
  * @pending: work requests posted and not completed, and one more for
  *	the task while the run is detached.
  * @next: the page to post next.
@@ -195,7 +202,7 @@ static void rpage_rdma_op_done(struct ib_cq *cq, struct ib_wc *wc)
 	struct rpage_rdma_run *rr = op->run;
 	struct rpage_conn *conn = rr->conn;
 	bool write = op->wr.wr.opcode == IB_WR_RDMA_WRITE;
-	unsigned int pages = op->wr.wr.num_sge, i;
+	unsigned int pages = op->nr_pages, i;
 	bool failed = wc->status != IB_WC_SUCCESS;
 	u64 ns = ktime_get_ns() - op->posted_ns;
 	bool detached;
@@ -204,9 +211,9 @@ static void rpage_rdma_op_done(struct ib_cq *cq, struct ib_wc *wc)
 	rpage_counters_io(&conn->dev->counters, write, pages, ns, failed);
 	trace_rpage_io_done(conn->peer->id, conn->cm_id->qp->qp_num, write,
 			    pages, wc->status, ns);
-	for (i = 0; i < pages; i++)
-		ib_dma_unmap_page(conn->dev->ibdev, op->sge[i].addr, PAGE_SIZE,
-				  rpage_rdma_dir(write));
+	for (i = 0; i < op->wr.wr.num_sge; i++)
+		ib_dma_unmap_page(conn->dev->ibdev, op->sge[i].addr,
+				  op->sge[i].length, rpage_rdma_dir(write));
 	if (!failed)
 		rpage_peer_alive(conn->peer);
 	/* In completion order: the first failure of the queue pair speaks. */
@@ -220,7 +227,7 @@ static void rpage_rdma_op_done(struct ib_cq *cq, struct ib_wc *wc)
 	spin_lock(&rr->lock);
 	detached = rr->detached;
 	if (detached) {
-		for (i = 0; i < pages; i++)
+		for (i = 0; i < op->wr.wr.num_sge; i++)
 			put_page(rr->kept[(op - rr->ops) * RPAGE_IO_MAX_SGE + i]);
 	}
 	/* Pairs with rpage_rdma_reap(): it sees @wc_status once it sees DONE. */
@@ -280,27 +287,49 @@ static void rpage_rdma_locate(struct rpage_rdma_run *rr, unsigned long g,
 	*rkey = rpool->mrs[mr].rkey;
 }
 
-/* Maps page @g for the device into @sge; false if it cannot be. */
+/*
+ * Maps @nr pages from page @g for the device into @sge, one entry: they
+ * are next to each other in one folio. False if they cannot be.
+ */
 static bool rpage_rdma_map(struct rpage_rdma_run *rr, unsigned long g,
-			   struct ib_sge *sge)
+			   unsigned long nr, struct ib_sge *sge)
 {
 	struct ib_device *ibdev = rr->conn->dev->ibdev;
-	u64 dma = ib_dma_map_page(ibdev, rr->run.x->pages[g], 0, PAGE_SIZE,
+	u64 dma = ib_dma_map_page(ibdev, rr->run.x->pages[g], 0,
+				  nr << PAGE_SHIFT,
 				  rpage_rdma_dir(rr->run.x->write));
 
 	if (ib_dma_mapping_error(ibdev, dma))
 		return false;
 	sge->addr = dma;
-	sge->length = PAGE_SIZE;
+	sge->length = nr << PAGE_SHIFT;
 	sge->lkey = rr->conn->pd->local_dma_lkey;
 	return true;
 }
 
 /*
+ * Whether page @g of @rr's transfer can follow in a work request whose
+ * @done pages are at @remote_addr under @rkey: not moved yet, and next
+ * in the pool.
+ */
+static bool rpage_rdma_follows(struct rpage_rdma_run *rr, unsigned long g,
+			       unsigned long done, u64 remote_addr, u32 rkey)
+{
+	u64 addr;
+	u32 key;
+
+	if (g >= rr->run.x->nr_pages || test_bit(g, rr->run.finished))
+		return false;
+	rpage_rdma_locate(rr, g, &addr, &key);
+	return key == rkey && addr == remote_addr + ((u64)done << PAGE_SHIFT);
+}
+
+/*
  * Builds, in a free slot, the work request that starts at the first page
  * not moved yet from @rr->next and takes the pages after it that are
- * adjacent in the pool too. Returns it, or NULL with *@err set when the
- * page cannot be mapped.
+ * adjacent in the pool too: one scatter/gather entry for each run of
+ * them next to each other in one folio. Returns it, or NULL with *@err
+ * set when the page cannot be mapped.
  */
 static struct rpage_rdma_op *rpage_rdma_build(struct rpage_rdma_run *rr,
 					      int *err)
@@ -308,39 +337,49 @@ static struct rpage_rdma_op *rpage_rdma_build(struct rpage_rdma_run *rr,
 	struct rpage_xfer *x = rr->run.x;
 	unsigned int max_sge = x->write ? rr->conn->max_write_sge :
 					  rr->conn->max_read_sge;
-	unsigned long g = rr->next;
+	unsigned long g = rr->next, n, max_n;
+	unsigned long max_pages = rr->conn->max_sge_bytes >> PAGE_SHIFT;
 	struct rpage_rdma_op *op;
-	u64 remote_addr, addr;
-	u32 rkey, key;
+	u64 remote_addr;
+	u32 rkey;
 
 	op = &rr->ops[rr->free[rr->nr_free - 1]];
 	memset(&op->wr, 0, sizeof(op->wr));
-	if (!rpage_rdma_map(rr, g, &op->sge[0])) {
+	op->nr_pages = 0;
+	rpage_rdma_locate(rr, g, &remote_addr, &rkey);
+	while (op->wr.wr.num_sge < max_sge &&
+	       (!op->nr_pages ||
+		rpage_rdma_follows(rr, g, op->nr_pages, remote_addr, rkey))) {
+		struct folio *folio = page_folio(x->pages[g]);
+		unsigned long idx = folio_page_idx(folio, x->pages[g]);
+
+		/* The pages of its folio after it, as far as they go on. */
+		max_n = min(max_pages, folio_nr_pages(folio) - idx);
+		for (n = 1; n < max_n &&
+		     rpage_rdma_follows(rr, g + n, op->nr_pages + n,
+					remote_addr, rkey) &&
+		     x->pages[g + n] == folio_page(folio, idx + n); n++)
+			;
+		if (!rpage_rdma_map(rr, g, n, &op->sge[op->wr.wr.num_sge]))
+			break;
+		op->wr.wr.num_sge++;
+		op->nr_pages += n;
+		g += n;
+	}
+	if (!op->nr_pages) {
 		*err = -ENOMEM;
 		return NULL;
 	}
 	rr->nr_free--;
-	rpage_rdma_locate(rr, g, &remote_addr, &rkey);
 	op->run = rr;
-	op->first = g;
+	op->first = rr->next;
 	op->cqe.done = rpage_rdma_op_done;
 	op->wr.wr.wr_cqe = &op->cqe;
 	op->wr.wr.opcode = x->write ? IB_WR_RDMA_WRITE : IB_WR_RDMA_READ;
 	op->wr.wr.sg_list = op->sge;
-	op->wr.wr.num_sge = 1;
 	op->wr.wr.send_flags = IB_SEND_SIGNALED;
 	op->wr.remote_addr = remote_addr;
 	op->wr.rkey = rkey;
-	for (g++; op->wr.wr.num_sge < max_sge && g < x->nr_pages &&
-	     !test_bit(g, rr->run.finished); g++) {
-		rpage_rdma_locate(rr, g, &addr, &key);
-		if (key != rkey ||
-		    addr != remote_addr + ((u64)op->wr.wr.num_sge << PAGE_SHIFT))
-			break;
-		if (!rpage_rdma_map(rr, g, &op->sge[op->wr.wr.num_sge]))
-			break;
-		op->wr.wr.num_sge++;
-	}
 	rr->next = g;
 	op->state = RPAGE_OP_POSTED;
 	return op;
@@ -354,7 +393,8 @@ static void rpage_rdma_unbuild(struct rpage_rdma_run *rr,
 
 	for (i = 0; i < op->wr.wr.num_sge; i++)
 		ib_dma_unmap_page(rr->conn->dev->ibdev, op->sge[i].addr,
-				  PAGE_SIZE, rpage_rdma_dir(rr->run.x->write));
+				  op->sge[i].length,
+				  rpage_rdma_dir(rr->run.x->write));
 	op->state = RPAGE_OP_FREE;
 	rr->free[rr->nr_free++] = op - rr->ops;
 	rr->next = min(rr->next, op->first);
@@ -435,7 +475,7 @@ static unsigned int rpage_rdma_reap(struct rpage_rdma_run *rr)
 		/* Pairs with rpage_rdma_op_done(). */
 		if (smp_load_acquire(&op->state) != RPAGE_OP_DONE)
 			continue;
-		n = op->wr.wr.num_sge;
+		n = op->nr_pages;
 		if (op->wc_status == IB_WC_SUCCESS) {
 			rpage_xfer_moved(&rr->run, op->first, n);
 		} else if (!rr->err) {
@@ -455,7 +495,8 @@ static unsigned int rpage_rdma_reap(struct rpage_rdma_run *rr)
  */
 static void rpage_rdma_abandon(struct rpage_rdma_run *rr)
 {
-	unsigned int i, p;
+	unsigned long g;
+	unsigned int i, s;
 
 	pr_err("peer %s: %d work requests never completed; their pages are left to the device\n",
 	       rr->conn->peer->name, atomic_read(&rr->pending));
@@ -464,8 +505,10 @@ static void rpage_rdma_abandon(struct rpage_rdma_run *rr)
 
 		if (READ_ONCE(op->state) != RPAGE_OP_POSTED)
 			continue;
-		for (p = 0; p < op->wr.wr.num_sge; p++)
-			get_page(rr->run.x->pages[op->first + p]);
+		/* A page of each entry: it holds the entry's folio. */
+		for (s = 0, g = op->first; s < op->wr.wr.num_sge;
+		     g += op->sge[s++].length >> PAGE_SHIFT)
+			get_page(rr->run.x->pages[g]);
 	}
 	rr->run.leaked = true;
 	/* On purpose: what the device may still write to must stay. */
@@ -480,7 +523,8 @@ static void rpage_rdma_abandon(struct rpage_rdma_run *rr)
 static void rpage_rdma_keep_posted(struct rpage_rdma_run *rr)
 {
 	struct rpage_xfer *x = rr->run.x;
-	unsigned int i, p;
+	unsigned long g;
+	unsigned int i, s;
 
 	spin_lock(&rr->lock);
 	for (i = 0; i < rr->nr_slots; i++) {
@@ -488,15 +532,22 @@ static void rpage_rdma_keep_posted(struct rpage_rdma_run *rr)
 
 		if (op->state != RPAGE_OP_POSTED)
 			continue;
-		for (p = 0; p < op->wr.wr.num_sge; p++) {
-			struct page *page = x->pages[op->first + p];
-
-			get_page(page);
-			rr->kept[i * RPAGE_IO_MAX_SGE + p] = page;
+		for (s = 0, g = op->first; s < op->wr.wr.num_sge;
+		     g += op->sge[s++].length >> PAGE_SHIFT) {
+			get_page(x->pages[g]);
+			rr->kept[i * RPAGE_IO_MAX_SGE + s] = x->pages[g];
 		}
 	}
 	rr->detached = true;
 	spin_unlock(&rr->lock);
+}
+
+/* Room in @rr->kept for a page of each entry of each slot; false without. */
+static bool rpage_rdma_kept_alloc(struct rpage_rdma_run *rr)
+{
+	rr->kept = kcalloc(rr->nr_slots * RPAGE_IO_MAX_SGE, sizeof(*rr->kept),
+			   GFP_KERNEL | __GFP_NOWARN);
+	return rr->kept;
 }
 
 /*
@@ -511,9 +562,7 @@ static bool rpage_rdma_detach(struct rpage_rdma_run *rr)
 {
 	struct rpage_conn *conn = rr->conn;
 
-	rr->kept = kcalloc(rr->nr_slots * RPAGE_IO_MAX_SGE, sizeof(*rr->kept),
-			   GFP_KERNEL | __GFP_NOWARN);
-	if (!rr->kept)
+	if (!rpage_rdma_kept_alloc(rr))
 		return false;
 	/* The task's own count, until rpage_rdma_run_free(). */
 	atomic_inc(&rr->pending);
@@ -814,9 +863,7 @@ int rpage_rdma_xfer_start(struct rpage_xfer_run *run)
 	struct rpage_conn *conn = rr->conn;
 	int ret;
 
-	rr->kept = kcalloc(rr->nr_slots * RPAGE_IO_MAX_SGE, sizeof(*rr->kept),
-			   GFP_KERNEL | __GFP_NOWARN);
-	if (!rr->kept)
+	if (!rpage_rdma_kept_alloc(rr))
 		return -ENOMEM;
 	/* Before the post: its completion never finds the run at zero. */
 	atomic_inc(&rr->pending);

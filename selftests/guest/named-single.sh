@@ -560,11 +560,17 @@ test_named_huge_pages() {
 	expect_eq "$(named_field huge pagesize)" 2M "map show pagesize" || return
 	"$RPAGECTL" save | grep "^map add huge .* pagesize 2M" || fail "save without pagesize 2M" || return
 
-	# One touch in each of four regions.
-	$NODE_TOOL touch $node 0 $((8 << 20)) 0 $(((2 << 20) + 28672)) $(((4 << 20) + 12345)) $((6 << 20)) \
-		2> /tmp/huge.err | "$NAMED_PATTERN" check-file $pool - --length 8M ||
-		fail "the bytes of 8 MiB in four 2 MiB regions: $(cat /tmp/huge.err)" || return
+	# One touch in each of four regions: each region one RDMA READ into
+	# one scatter/gather entry, its 2 MiB folio.
+	traced rpage_io_done $NODE_TOOL touch $node 0 $((8 << 20)) 0 $(((2 << 20) + 28672)) \
+		$(((4 << 20) + 12345)) $((6 << 20)) 2> /tmp/huge.err > /tmp/huge.bytes ||
+		fail "touching four regions: $(cat /tmp/huge.err)" || return
+	"$NAMED_PATTERN" check-file $pool /tmp/huge.bytes --length 8M ||
+		fail "the bytes of 8 MiB in four 2 MiB regions" || return
 	cat /tmp/huge.err
+	grep -m 1 rpage_io_done "$TRACEFS/trace"
+	expect_eq "$(grep -c ' READ pages=512 status=0 ' "$TRACEFS/trace")" 4 "READs of a whole region" || return
+	expect_eq "$(grep -c ' READ ' "$TRACEFS/trace")" 4 "READs" || return
 	expect_eq "$(sed -n 's/^aligned //p' /tmp/huge.err)" yes "the area's address, modulo 2 MiB" || return
 	expect_eq "$(sed -n 's/^FilePmdMapped //p' /tmp/huge.err)" 8192 "kB mapped by PMD" || return
 	"$RPAGECTL" stat map huge
