@@ -201,11 +201,14 @@ static void rpage_xfer_release(struct rpage_xfer_run *run)
 }
 
 /*
- * One attempt, if the peer is connected (-EAGAIN if not). A transport
- * failure comes back as -EIO, -ECONNRESET or -ETIMEDOUT, unless a pool
- * went away meanwhile (-ENOENT).
+ * One attempt, if the peer is connected (-EAGAIN if not), that moves the
+ * pages with @move: the transport's xfer_move (waits for them), or its
+ * xfer_start (posts them; see rpage_xfer_start()). A transport failure
+ * comes back as -EIO, -ECONNRESET or -ETIMEDOUT, unless a pool went away
+ * meanwhile (-ENOENT).
  */
-static int rpage_xfer_attempt(struct rpage_xfer_run *run)
+static int rpage_xfer_attempt(struct rpage_xfer_run *run,
+			      int (*move)(struct rpage_xfer_run *run))
 {
 	const struct rpage_transport_ops *ops = run->ops;
 	struct rpage_xfer *x = run->x;
@@ -225,17 +228,22 @@ static int rpage_xfer_attempt(struct rpage_xfer_run *run)
 	}
 	ret = rpage_xfer_hold(run);
 	if (!ret)
-		ret = ops->xfer_move(run);
+		ret = move(run);
 	if (ret == -EIO || ret == -ECONNRESET || ret == -ETIMEDOUT) {
 		/* Failed because the pool was withdrawn: that is final. */
 		for (r = 0; r < x->nr_ranges; r++)
 			if (run->rpools[r] && rpage_rpool_withdrawn(run->rpools[r]))
 				ret = -ENOENT;
 	}
-	/* Pages the transport kept keep their pools in use too. */
+	/*
+	 * Pages the transport kept keep their pools in use too. Work
+	 * requests started and left in flight name the pools' memory, not
+	 * the pools: they need them no more.
+	 */
 	if (ret != -EDEADLK)
 		rpage_xfer_release(run);
 out:
+	/* From here on, a run the transport started is its own. */
 	ops->xfer_end(run);
 	return ret;
 }
@@ -324,7 +332,7 @@ int rpage_xfer(struct rpage_xfer *x)
 						rpage_xfer_slow, x);
 		if (ret)
 			break;
-		ret = rpage_xfer_attempt(run);
+		ret = rpage_xfer_attempt(run, run->ops->xfer_move);
 		if (!ret || !rpage_xfer_transport_error(ret))
 			break;
 		/* A loss timeout of 0 fails at the first transport failure. */
@@ -387,29 +395,13 @@ int rpage_xfer_start(struct rpage_xfer *x)
 	run = rpage_xfer_run_alloc(x);
 	if (!run)
 		return -ENOMEM;
-	ret = ops->xfer_begin(run);
-	if (ret)
-		goto out;
-	run->range = 0;
-	run->range_start = 0;
-	/* The pools of another exporter (one reloaded) are not ours. */
-	if (x->node_id && x->node_id != READ_ONCE(peer->remote_node_id))
-		ret = -ESTALE;
-	else
-		ret = rpage_xfer_hold(run);
-	if (!ret)
-		ret = ops->xfer_start(run);
-	/* Its work requests name the pools' memory: they need them no more. */
-	rpage_xfer_release(run);
-	/* From here on, a run the transport started is its own. */
-	ops->xfer_end(run);
+	ret = rpage_xfer_attempt(run, ops->xfer_start);
 	if (!ret)
 		return 0;
 	if (ret > 0) {
 		x->end(x, 0);
 		ret = 0;
 	}
-out:
 	ops->run_free(run);
 	return ret;
 }
