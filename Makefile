@@ -25,7 +25,7 @@
 VERSION := $(shell cat VERSION)
 # librpage's ABI: MAJOR changes only if a released symbol breaks.
 ABI_MAJOR := 1
-ABI_VERSION := $(ABI_MAJOR).5.0
+ABI_VERSION := $(ABI_MAJOR).6.0
 
 # The running kernel's build dir; where there is none (a host that
 # cannot load modules), the newest installed Debian headers.

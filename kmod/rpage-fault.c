@@ -57,19 +57,32 @@ static struct workqueue_struct *rpage_prefetch_wq;
 #define RPAGE_PREFETCH_CHUNK_MIN	1
 #define RPAGE_PREFETCH_CHUNK_MAX	RPAGE_PREFETCH_DEPTH_MAX
 
+/*
+ * On an RPAGE_MAP_HUGE mapping a chunk holds whole 2 MiB folios, at
+ * least four: a READ each, four in flight (two chunks, 16 MiB, held
+ * locked at most).
+ */
+#define RPAGE_PREFETCH_CHUNK_HUGE	(4 * RPAGE_HUGE_NR)
+
 /**
  * struct rpage_prefetch_chunk - pages of a prefetch claimed together
  * @nr: how many.
  * @index: their indexes in the mapping.
  * @pages: the pages of their folios, locked in the page cache, which the
- *	chunk holds a reference to until their READ ends.
+ *	chunk holds a reference to until their READ ends; a 2 MiB folio's
+ *	pages follow each other, from its first.
  * @reclaimed: whether reclaim had dropped each one (it is read again).
+ * @left: at the entry of a folio's first page, how many of its pages
+ *	have not been reported done: the folio is settled with its last.
+ * @failed: at the same entry, whether a READ of one of them failed.
  */
 struct rpage_prefetch_chunk {
 	unsigned long nr;
 	unsigned long *index;
 	struct page **pages;
 	bool *reclaimed;
+	unsigned short *left;
+	bool *failed;
 };
 
 /**
@@ -80,6 +93,8 @@ struct rpage_prefetch_chunk {
  * @stride: the distance between the indexes it reads.
  * @left: indexes left to consider from @next.
  * @depth: READs in flight at once.
+ * @huge: it reads the absent 2 MiB regions of an RPAGE_MAP_HUGE mapping
+ *	whole, each into one folio, as a fault would.
  * @for_fault: it reads the one page of a fault that could not wait:
  *	neither counted nor marked as prefetched.
  * @killable: run by the caller's task, which a fatal signal ends.
@@ -104,6 +119,7 @@ struct rpage_prefetch_run {
 	long stride;
 	unsigned long left;
 	unsigned int depth;
+	bool huge;
 	bool for_fault;
 	bool killable;
 	atomic_long_t failed;
@@ -285,14 +301,19 @@ static struct rpage_prefetch_run *rpage_prefetch_alloc(struct rpage_mapping *map
 				     depth * RPAGE_PREFETCH_CHUNK_DEPTHS,
 				     RPAGE_PREFETCH_CHUNK_MIN,
 				     RPAGE_PREFETCH_CHUNK_MAX);
+	/* Not for the one page of a fault (@nr 0): see rpage_fault_start_read(). */
+	bool huge = (map->flags & RPAGE_MAP_HUGE) && stride == 1 && nr;
 	struct rpage_prefetch_run *run;
 	void *mem;
 
+	if (huge)
+		chunk = max_t(unsigned int, round_up(chunk, RPAGE_HUGE_NR),
+			      RPAGE_PREFETCH_CHUNK_HUGE);
 	run = kzalloc(sizeof(*run), GFP_KERNEL);
 	if (!run)
 		return NULL;
-	mem = kcalloc(2 * chunk, sizeof(unsigned long) + sizeof(struct page *) +
-		      sizeof(bool), GFP_KERNEL);
+	mem = kvcalloc(2 * chunk, sizeof(unsigned long) + sizeof(struct page *) +
+		       sizeof(unsigned short) + 2 * sizeof(bool), GFP_KERNEL);
 	if (!mem) {
 		kfree(run);
 		return NULL;
@@ -301,9 +322,14 @@ static struct rpage_prefetch_run *rpage_prefetch_alloc(struct rpage_mapping *map
 	run->ahead.index = run->cur.index + chunk;
 	run->cur.pages = (struct page **)(run->ahead.index + chunk);
 	run->ahead.pages = run->cur.pages + chunk;
-	run->cur.reclaimed = (bool *)(run->ahead.pages + chunk);
+	run->cur.left = (unsigned short *)(run->ahead.pages + chunk);
+	run->ahead.left = run->cur.left + chunk;
+	run->cur.reclaimed = (bool *)(run->ahead.left + chunk);
 	run->ahead.reclaimed = run->cur.reclaimed + chunk;
+	run->cur.failed = run->ahead.reclaimed + chunk;
+	run->ahead.failed = run->cur.failed + chunk;
 	run->chunk_max = chunk;
+	run->huge = huge;
 	kref_get(&map->ref);
 	run->map = map;
 	if (memcg)
@@ -321,7 +347,7 @@ static void rpage_prefetch_free(struct rpage_prefetch_run *run)
 	mem_cgroup_put(run->memcg);
 	rpage_map_put(run->map);
 	/* The chunks' arrays are one allocation, from cur.index on. */
-	kfree(min(run->cur.index, run->ahead.index));
+	kvfree(min(run->cur.index, run->ahead.index));
 	kfree(run);
 }
 
@@ -345,6 +371,97 @@ static unsigned long rpage_prefetch_allowance(struct rpage_prefetch_run *run,
 	if (avail <= 0 || (unsigned long)avail <= reserve)
 		return 0;
 	return min_t(unsigned long, nr, avail - reserve);
+}
+
+/*
+ * Adds @folio, new in the page cache at @index with its pages absent
+ * until now (@reclaimed: dropped by reclaim), to @chunk: every page of
+ * it, for one READ each.
+ */
+static void rpage_prefetch_add(struct rpage_prefetch_chunk *chunk,
+			       struct folio *folio, pgoff_t index,
+			       bool reclaimed)
+{
+	unsigned long i, nr = folio_nr_pages(folio);
+
+	chunk->left[chunk->nr] = nr;
+	chunk->failed[chunk->nr] = false;
+	for (i = 0; i < nr; i++) {
+		chunk->reclaimed[chunk->nr] = reclaimed;
+		chunk->index[chunk->nr] = index + i;
+		chunk->pages[chunk->nr++] = folio_page(folio, i);
+	}
+}
+
+/*
+ * Page @index of RPAGE_MAP_HUGE mapping @map is read 4 KiB at a time,
+ * for @cause (RPAGE_HUGE_FB_*): counted, in all and by cause, and traced.
+ */
+static void rpage_huge_fallback(struct rpage_mapping *map, pgoff_t index,
+				int cause)
+{
+	trace_rpage_huge_fallback(map->id, index, cause);
+	rpage_fault_count(map, RPAGE_FC_HUGE_FALLBACKS, 1);
+	rpage_fault_count(map, RPAGE_FC_HUGE_FB + cause, 1);
+}
+
+/* What rpage_prefetch_claim_region() did with a 2 MiB region. */
+enum rpage_prefetch_region {
+	RPAGE_PREFETCH_REGION_SMALL,	/* nothing: take its pages one by one */
+	RPAGE_PREFETCH_REGION_DONE,	/* claimed whole, or all of it here */
+	RPAGE_PREFETCH_REGION_STOP,	/* the chunk (or memory) is full */
+};
+
+/*
+ * Claims into @chunk the 2 MiB region of an RPAGE_MAP_HUGE mapping that
+ * starts at @run->next, @allowed pages in all being the chunk's
+ * allowance: one folio for the whole region, where none of it is here,
+ * as its first fault would have read it; that folio is PMD-mapped by
+ * the faults after. A region with 4 KiB pages here already, or for
+ * which no 2 MiB of memory can be had, is taken 4 KiB at a time
+ * (counted as a fallback, as a fault's), and so is the tail past the
+ * mapping's last whole region.
+ */
+static enum rpage_prefetch_region
+rpage_prefetch_claim_region(struct rpage_prefetch_run *run,
+			    struct rpage_prefetch_chunk *chunk,
+			    unsigned long allowed, gfp_t gfp)
+{
+	struct rpage_mapping *map = run->map;
+	pgoff_t base = run->next, last = base + RPAGE_HUGE_NR - 1;
+	unsigned long here;
+	struct folio *folio;
+	int cause;
+	void *entry;
+
+	if (run->left < RPAGE_HUGE_NR || last >= map->nr_pages)
+		return RPAGE_PREFETCH_REGION_SMALL;
+	here = rpage_map_pages_cached(map, base, last, false);
+	if (here == RPAGE_HUGE_NR)
+		return RPAGE_PREFETCH_REGION_DONE;
+	if (chunk->nr + RPAGE_HUGE_NR > run->chunk_max)
+		return RPAGE_PREFETCH_REGION_STOP;
+	if (chunk->nr + RPAGE_HUGE_NR > allowed) {
+		run->stopped = "memory down to prefetch_reserve_pct";
+		return RPAGE_PREFETCH_REGION_STOP;
+	}
+	cause = RPAGE_HUGE_FB_SMALL_CACHED;
+	if (!here) {
+		/* A shadow: reclaim dropped the region (a multi-index one). */
+		entry = xa_load(&map->mapping->i_pages, base);
+		folio = rpage_folio_create(map, base, RPAGE_HUGE_ORDER, gfp,
+					   run->memcg);
+		if (!IS_ERR(folio)) {
+			rpage_prefetch_add(chunk, folio, base, xa_is_value(entry));
+			return RPAGE_PREFETCH_REGION_DONE;
+		}
+		/* A fault took a page of it meanwhile: its own fallback. */
+		if (PTR_ERR(folio) == -EEXIST)
+			return RPAGE_PREFETCH_REGION_SMALL;
+		cause = RPAGE_HUGE_FB_NOMEM;
+	}
+	rpage_huge_fallback(map, base, cause);
+	return RPAGE_PREFETCH_REGION_SMALL;
 }
 
 /*
@@ -378,6 +495,20 @@ static unsigned long rpage_prefetch_claim(struct rpage_prefetch_run *run,
 		/* A range mostly here already is long to walk. */
 		if (!(++scanned % 1024))
 			cond_resched();
+		if (run->huge && IS_ALIGNED(run->next, RPAGE_HUGE_NR)) {
+			switch (rpage_prefetch_claim_region(run, chunk, allowed,
+							    gfp)) {
+			case RPAGE_PREFETCH_REGION_STOP:
+				return chunk->nr;
+			case RPAGE_PREFETCH_REGION_DONE:
+				/* The loop's step takes it past the last page. */
+				run->left -= RPAGE_HUGE_NR - 1;
+				run->next += RPAGE_HUGE_NR - 1;
+				continue;
+			case RPAGE_PREFETCH_REGION_SMALL:
+				break;
+			}
+		}
 		/* Here or being read: skipped; a shadow: reclaim dropped it. */
 		entry = xa_load(&map->mapping->i_pages, run->next);
 		if (entry && !xa_is_value(entry))
@@ -394,50 +525,70 @@ static unsigned long rpage_prefetch_claim(struct rpage_prefetch_run *run,
 			atomic_long_inc(&run->failed);
 			break;
 		}
-		chunk->reclaimed[chunk->nr] = xa_is_value(entry);
-		chunk->index[chunk->nr] = run->next;
-		chunk->pages[chunk->nr++] = folio_page(folio, 0);
+		rpage_prefetch_add(chunk, folio, run->next, xa_is_value(entry));
 	}
 	return chunk->nr;
 }
 
-/* Gives up page @i of @chunk: it becomes absent again. */
+/*
+ * Gives up the folio whose first page is entry @i of @chunk: its pages
+ * become absent again.
+ */
 static void rpage_prefetch_drop(struct rpage_prefetch_run *run,
 				struct rpage_prefetch_chunk *chunk,
 				unsigned long i)
 {
-	rpage_folio_drop(run->map, page_folio(chunk->pages[i]));
-	chunk->pages[i] = NULL;
-	atomic_long_inc(&run->failed);
+	struct folio *folio = page_folio(chunk->pages[i]);
+	unsigned long j, nr = folio_nr_pages(folio);
+
+	rpage_folio_drop(run->map, folio);
+	for (j = i; j < i + nr; j++)
+		chunk->pages[j] = NULL;
+	atomic_long_add(nr, &run->failed);
 }
 
-/* Gives up every page of @chunk. */
+/* Gives up every folio of @chunk not settled yet. */
 static void rpage_prefetch_drop_chunk(struct rpage_prefetch_run *run,
 				      struct rpage_prefetch_chunk *chunk)
 {
 	unsigned long i;
 
 	for (i = 0; i < chunk->nr; i++)
-		rpage_prefetch_drop(run, chunk, i);
+		if (chunk->pages[i])
+			rpage_prefetch_drop(run, chunk, i);
 	chunk->nr = 0;
 }
 
-/* Pages of a prefetch are done: here, or absent again. */
+/*
+ * Pages of a prefetch are done; a folio is settled with its last page:
+ * here, or absent again if a READ of any of its pages failed. The
+ * transfer reports its pages one call at a time, from its own task.
+ */
 static void rpage_prefetch_done(struct rpage_xfer *x, unsigned long first,
 				unsigned long nr, int status)
 {
 	struct rpage_prefetch_run *run = x->priv;
 	struct rpage_prefetch_chunk *chunk = &run->cur;
-	unsigned long i, refetched = 0;
+	unsigned long i, j, head, refetched = 0;
 
 	for (i = first; i < first + nr; i++) {
 		struct folio *folio = page_folio(chunk->pages[i]);
 
-		if (status || !rpage_map_folio_ready(run->map, folio)) {
-			rpage_prefetch_drop(run, chunk, i);
+		/* The entry of the folio's first page. */
+		head = i - (chunk->index[i] - folio->index);
+		if (status)
+			chunk->failed[head] = true;
+		if (--chunk->left[head])
+			continue;
+		if (chunk->failed[head] ||
+		    !rpage_map_folio_ready(run->map, folio)) {
+			rpage_prefetch_drop(run, chunk, head);
 			continue;
 		}
-		refetched += chunk->reclaimed[i];
+		for (j = head; j < head + folio_nr_pages(folio); j++) {
+			refetched += chunk->reclaimed[j];
+			chunk->pages[j] = NULL;
+		}
 		/*
 		 * Until a fault maps it: a prefetch hit (see
 		 * rpage_fault_prefetch_hit()).
@@ -446,10 +597,12 @@ static void rpage_prefetch_done(struct rpage_xfer *x, unsigned long first,
 			if (!READ_ONCE(run->map->prefetched))
 				WRITE_ONCE(run->map->prefetched, true);
 			folio_set_checked(folio);
+			if (folio_test_large(folio))
+				rpage_fault_count(run->map,
+						  RPAGE_FC_HUGE_PREFETCHED, 1);
 		}
 		folio_unlock(folio);
 		folio_put(folio);
-		chunk->pages[i] = NULL;
 	}
 	if (!status && !run->for_fault) {
 		rpage_fault_count(run->map, RPAGE_FC_PREFETCHED, nr);
@@ -552,6 +705,15 @@ long rpage_ioctl_prefetch(struct rpage_file *rfile, void __user *argp)
 		return PTR_ERR(map);
 	first = arg.offset >> PAGE_SHIFT;
 	nr = arg.length >> PAGE_SHIFT;
+	/* Whole regions, as a fault reads them (the tail past them: 4 KiB). */
+	if (map->flags & RPAGE_MAP_HUGE) {
+		unsigned long end = min_t(unsigned long,
+					  round_up(first + nr, RPAGE_HUGE_NR),
+					  map->nr_pages);
+
+		first = round_down(first, RPAGE_HUGE_NR);
+		nr = end - first;
+	}
 	arg.failed = 0;
 	/*
 	 * Kept before any is read, so that none read now is dropped, and
@@ -819,9 +981,7 @@ static void rpage_fault_start_read(struct rpage_mapping *map,
 		rpage_folio_drop(map, folio);
 		return;
 	}
-	run->cur.index[0] = index;
-	run->cur.pages[0] = folio_page(folio, 0);
-	run->cur.nr = 1;
+	rpage_prefetch_add(&run->cur, folio, index, false);
 	run->for_fault = true;
 	rpage_prefetch_queue(run);
 }
@@ -928,7 +1088,7 @@ static void rpage_fault_prefetch_hit(struct rpage_mapping *map,
 
 /*
  * Why page @index's 2 MiB region cannot be one folio that the fault's
- * area maps with a PMD (enum rpage_huge_fallback), or -1 if it can.
+ * area maps with a PMD (RPAGE_HUGE_FB_*), or -1 if it can.
  */
 static int rpage_fault_huge_cause(struct rpage_fault_ctx *fc, pgoff_t index)
 {
@@ -982,8 +1142,7 @@ static struct folio *rpage_fault_huge_folio(struct rpage_fault_ctx *fc,
 			return folio;
 		cause = RPAGE_HUGE_FB_NOMEM;
 	}
-	trace_rpage_huge_fallback(fc->map->id, index, cause);
-	rpage_fault_count(fc->map, RPAGE_FC_HUGE_FALLBACKS, 1);
+	rpage_huge_fallback(fc->map, index, cause);
 	return NULL;
 }
 

@@ -503,6 +503,10 @@ static const struct rpage_ioctl_desc rpage_ioctls[] = {
 		.cmd = RPAGE_IOC_MAP_STATS,
 		.handler = rpage_ioctl_map_stats,
 	},
+	[_RPAGE_MAP_HUGE_STATS] = {
+		.cmd = RPAGE_IOC_MAP_HUGE_STATS,
+		.handler = rpage_ioctl_map_huge_stats,
+	},
 	[_RPAGE_PEER_FAULT_STATS] = {
 		.cmd = RPAGE_IOC_PEER_FAULT_STATS,
 		.handler = rpage_ioctl_peer_fault_stats,

@@ -380,21 +380,62 @@ void rpage_maps_file_release(struct rpage_file *rfile)
 	}
 }
 
-long rpage_ioctl_map_stats(struct rpage_file *rfile, void __user *argp)
+/*
+ * RPAGE_IOC_MAP_STATS and RPAGE_IOC_MAP_HUGE_STATS: an argument of @size
+ * bytes at @argp that starts as struct rpage_map_stats does (the mapping,
+ * reserved words), which @fill completes with the mapping's counters.
+ */
+static long rpage_map_stats_ioctl(struct rpage_file *rfile, void __user *argp,
+				  void *arg, size_t size,
+				  void (*fill)(struct rpage_mapping *map, void *arg))
 {
+	struct rpage_map_stats *head = arg;
 	struct rpage_mapping *map;
-	struct rpage_map_stats arg;
 
-	if (copy_from_user(&arg, argp, sizeof(arg)))
+	BUILD_BUG_ON(offsetof(struct rpage_map_huge_stats, map_id) !=
+		     offsetof(struct rpage_map_stats, map_id) ||
+		     offsetof(struct rpage_map_huge_stats, reserved) !=
+		     offsetof(struct rpage_map_stats, reserved) ||
+		     sizeof_field(struct rpage_map_huge_stats, reserved) !=
+		     sizeof_field(struct rpage_map_stats, reserved));
+	if (copy_from_user(arg, argp, size))
 		return -EFAULT;
-	if (memchr_inv(arg.reserved, 0, sizeof(arg.reserved)))
+	if (memchr_inv(head->reserved, 0, sizeof(head->reserved)))
 		return -EINVAL;
-	map = rpage_map_get(rfile, arg.map_id, true);
+	map = rpage_map_get(rfile, head->map_id, true);
 	if (!map)
 		return -ENOENT;
-	rpage_fault_counters_sum(map->counters, &arg.stats);
+	fill(map, arg);
 	rpage_map_put(map);
-	return copy_to_user(argp, &arg, sizeof(arg)) ? -EFAULT : 0;
+	return copy_to_user(argp, arg, size) ? -EFAULT : 0;
+}
+
+static void rpage_map_stats_fill(struct rpage_mapping *map, void *arg)
+{
+	rpage_fault_counters_sum(map->counters,
+				 &((struct rpage_map_stats *)arg)->stats);
+}
+
+static void rpage_map_huge_stats_fill(struct rpage_mapping *map, void *arg)
+{
+	rpage_fault_counters_sum_huge(map->counters,
+				      ((struct rpage_map_huge_stats *)arg)->fallbacks);
+}
+
+long rpage_ioctl_map_stats(struct rpage_file *rfile, void __user *argp)
+{
+	struct rpage_map_stats arg;
+
+	return rpage_map_stats_ioctl(rfile, argp, &arg, sizeof(arg),
+				     rpage_map_stats_fill);
+}
+
+long rpage_ioctl_map_huge_stats(struct rpage_file *rfile, void __user *argp)
+{
+	struct rpage_map_huge_stats arg;
+
+	return rpage_map_stats_ioctl(rfile, argp, &arg, sizeof(arg),
+				     rpage_map_huge_stats_fill);
 }
 
 static void rpage_vm_open(struct vm_area_struct *vma)

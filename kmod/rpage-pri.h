@@ -481,6 +481,12 @@ struct rpage_peer {
 	struct rcu_head rcu;
 };
 
+/*
+ * The causes of a 4 KiB read in an RPAGE_MAP_HUGE mapping this module
+ * knows of (RPAGE_HUGE_FB_* in the UAPI header).
+ */
+#define RPAGE_HUGE_FB_NR	(RPAGE_HUGE_FB_NOMEM + 1)
+
 /* Counters of the fault path (struct rpage_fault_stats), in its order. */
 enum rpage_fault_count {
 	RPAGE_FC_FAULTS,
@@ -496,7 +502,10 @@ enum rpage_fault_count {
 	RPAGE_FC_REFETCHED,
 	RPAGE_FC_HUGE_FAULTS,
 	RPAGE_FC_HUGE_FALLBACKS,
-	RPAGE_FC_NR,
+	RPAGE_FC_HUGE_PREFETCHED,
+	/* RPAGE_FC_HUGE_FALLBACKS by cause: + RPAGE_HUGE_FB_*. */
+	RPAGE_FC_HUGE_FB,
+	RPAGE_FC_NR = RPAGE_FC_HUGE_FB + RPAGE_HUGE_FB_NR,
 };
 
 /*
@@ -514,16 +523,6 @@ static inline bool rpage_huge_supported(void)
 	return false;
 #endif
 }
-
-/* Why a fault of an RPAGE_MAP_HUGE mapping read 4 KiB (its tracepoint). */
-enum rpage_huge_fallback {
-	RPAGE_HUGE_FB_TAIL,
-	RPAGE_HUGE_FB_DISABLED,
-	RPAGE_HUGE_FB_UNALIGNED,
-	RPAGE_HUGE_FB_PTE_TABLE,
-	RPAGE_HUGE_FB_SMALL_CACHED,
-	RPAGE_HUGE_FB_NOMEM,
-};
 
 /**
  * struct rpage_fault_counters_pcpu - one CPU's fault-path counters
@@ -973,6 +972,8 @@ void rpage_fault_counters_free(struct rpage_fault_counters_pcpu __percpu **c);
 void rpage_fault_count(struct rpage_mapping *map, enum rpage_fault_count what,
 		       u64 n);
 void rpage_fault_count_latency(struct rpage_mapping *map, u64 ns);
+void rpage_fault_counters_sum_huge(struct rpage_fault_counters_pcpu __percpu *c,
+				   u64 fallbacks[RPAGE_HUGE_FB_MAX]);
 void rpage_fault_counters_sum(struct rpage_fault_counters_pcpu __percpu *c,
 			      struct rpage_fault_stats *out);
 long rpage_ioctl_peer_fault_stats(struct rpage_file *rfile, void __user *argp);
@@ -1034,6 +1035,7 @@ long rpage_ioctl_map(struct rpage_file *rfile, void __user *argp);
 long rpage_ioctl_unmap(struct rpage_file *rfile, void __user *argp);
 long rpage_ioctl_evict(struct rpage_file *rfile, void __user *argp);
 long rpage_ioctl_map_stats(struct rpage_file *rfile, void __user *argp);
+long rpage_ioctl_map_huge_stats(struct rpage_file *rfile, void __user *argp);
 struct rpage_mapping *rpage_map_get(const struct rpage_file *rfile, u64 id,
 				    bool named);
 struct rpage_mapping *rpage_map_new(const struct rpage_map *arg);

@@ -120,21 +120,29 @@ void rpage_fault_count_latency(struct rpage_mapping *map, u64 ns)
 	rcu_read_unlock();
 }
 
-void rpage_fault_counters_sum(struct rpage_fault_counters_pcpu __percpu *c,
-			      struct rpage_fault_stats *out)
+/* Sums @c's counters over every CPU into @count, and its histogram into @latency. */
+static void rpage_fault_counts_sum(struct rpage_fault_counters_pcpu __percpu *c,
+				   u64 count[RPAGE_FC_NR], u64 *latency)
 {
-	u64 count[RPAGE_FC_NR] = {};
 	unsigned int cpu, i;
 
-	memset(out, 0, sizeof(*out));
 	for_each_possible_cpu(cpu) {
 		const struct rpage_fault_counters_pcpu *p = per_cpu_ptr(c, cpu);
 
 		for (i = 0; i < RPAGE_FC_NR; i++)
 			count[i] += p->count[i];
-		for (i = 0; i < RPAGE_HIST_BUCKETS; i++)
-			out->latency[i] += p->latency[i];
+		for (i = 0; latency && i < RPAGE_HIST_BUCKETS; i++)
+			latency[i] += p->latency[i];
 	}
+}
+
+void rpage_fault_counters_sum(struct rpage_fault_counters_pcpu __percpu *c,
+			      struct rpage_fault_stats *out)
+{
+	u64 count[RPAGE_FC_NR] = {};
+
+	memset(out, 0, sizeof(*out));
+	rpage_fault_counts_sum(c, count, out->latency);
 	out->faults = count[RPAGE_FC_FAULTS];
 	out->minor_faults = count[RPAGE_FC_MINOR];
 	out->waits = count[RPAGE_FC_WAITS];
@@ -148,6 +156,20 @@ void rpage_fault_counters_sum(struct rpage_fault_counters_pcpu __percpu *c,
 	out->refetched = count[RPAGE_FC_REFETCHED];
 	out->huge_faults = count[RPAGE_FC_HUGE_FAULTS];
 	out->huge_fallbacks = count[RPAGE_FC_HUGE_FALLBACKS];
+	out->huge_prefetched = count[RPAGE_FC_HUGE_PREFETCHED];
+}
+
+/* @c's 4 KiB reads in 2 MiB mappings by cause, into @fallbacks. */
+void rpage_fault_counters_sum_huge(struct rpage_fault_counters_pcpu __percpu *c,
+				   u64 fallbacks[RPAGE_HUGE_FB_MAX])
+{
+	u64 count[RPAGE_FC_NR] = {};
+
+	BUILD_BUG_ON(RPAGE_HUGE_FB_NR > RPAGE_HUGE_FB_MAX);
+	rpage_fault_counts_sum(c, count, NULL);
+	memset(fallbacks, 0, RPAGE_HUGE_FB_MAX * sizeof(*fallbacks));
+	memcpy(fallbacks, &count[RPAGE_FC_HUGE_FB],
+	       RPAGE_HUGE_FB_NR * sizeof(*fallbacks));
 }
 
 static void rpage_peer_stats_entry(struct rpage_peer *peer, void *entry)

@@ -64,7 +64,7 @@ TRACE_EVENT(rpage_fault_end,
 		      __entry->err, __entry->ns)
 );
 
-/* Why a fault of a 2 MiB mapping read 4 KiB: enum rpage_huge_fallback. */
+/* Why a 2 MiB mapping read 4 KiB: RPAGE_HUGE_FB_* of the UAPI header. */
 TRACE_DEFINE_ENUM(RPAGE_HUGE_FB_TAIL);
 TRACE_DEFINE_ENUM(RPAGE_HUGE_FB_DISABLED);
 TRACE_DEFINE_ENUM(RPAGE_HUGE_FB_UNALIGNED);

@@ -6,7 +6,7 @@
  * for the tests that span two hosts.
  *
  *   rpage_fault touch PEER POOL LENGTH [--offset O] [--threads N]
- *               [--order random|seq] [--seed S] [--readahead]
+ *               [--order random|seq] [--seed S] [--readahead | --huge]
  *               [--expect-faults N] [--pause-ms P] [--no-check]
  *               [--passes K] [--write-seed S2]
  *               [--ready PATH --go PATH --after BYTES]
@@ -28,7 +28,8 @@
  * them, in one shuffled order (random, the default) or in contiguous
  * slices (seq), checking each whole page against the pattern of seed S
  * (0), or not at all with --no-check; --readahead maps with
- * RPAGE_MAP_READAHEAD. With --expect-faults,
+ * RPAGE_MAP_READAHEAD, --huge with RPAGE_MAP_HUGE (2 MiB pages; the
+ * result line adds huge_faults and huge_fallbacks). With --expect-faults,
  * the mapping's faults and the peer's READs must both be N. Each thread
  * sleeps P ms (0) after each page, to stretch the sweep over a longer
  * disruption. With --ready, --go and --after (all three or none), once
@@ -136,7 +137,7 @@
 static int usage(void)
 {
 	fail("usage: rpage_fault { touch PEER POOL LENGTH [--offset O] [--threads N] "
-	     "[--order random|seq] [--seed S] [--readahead] [--expect-faults N] "
+	     "[--order random|seq] [--seed S] [--readahead | --huge] [--expect-faults N] "
 	     "[--pause-ms P] [--no-check] [--passes K] [--write-seed S2] "
 	     "[--ready PATH --go PATH --after BYTES] | "
 	     "prefetch PEER POOL LENGTH [--offset O] [--depth D] [--wait] [--seed S] [--readahead] "
@@ -176,6 +177,7 @@ enum {
 	OPT_SIGNAL		= 1 << 19,
 	OPT_PASSES		= 1 << 20,
 	OPT_WRITE_SEED		= 1 << 21,
+	OPT_HUGE		= 1 << 22,
 	/* touch's gate: the three options go together. */
 	OPT_GATE		= OPT_READY | OPT_GO | OPT_AFTER,
 };
@@ -204,6 +206,7 @@ static const struct option_def {
 	{ "--order", OPT_ORDER, ARG_ORDER, 0 },
 	{ "--seed", OPT_SEED, ARG_NUMBER, offsetof(struct args, seed) },
 	{ "--readahead", OPT_READAHEAD, ARG_NONE, 0 },
+	{ "--huge", OPT_HUGE, ARG_NONE, 0 },
 	{ "--expect-faults", OPT_EXPECT_FAULTS, ARG_NUMBER,
 	  offsetof(struct args, expect_faults) },
 	{ "--depth", OPT_DEPTH, ARG_NUMBER, offsetof(struct args, depth) },
@@ -700,13 +703,13 @@ static int cmd_touch(int argc, char **argv)
 	struct gate gate;
 	struct mapping m;
 	struct args a;
-	char extra[48];
+	char extra[112];
 	unsigned int gated;
 	uint64_t *order;
 
 	if (!parse_args(argc, argv, false, OPT_OFFSET | OPT_THREADS | OPT_ORDER |
 			OPT_SEED | OPT_READAHEAD | OPT_EXPECT_FAULTS | OPT_PAUSE |
-			OPT_NO_CHECK | OPT_PASSES | OPT_WRITE_SEED |
+			OPT_NO_CHECK | OPT_PASSES | OPT_WRITE_SEED | OPT_HUGE |
 			OPT_GATE, &a))
 		return 1;
 	gated = a.given & OPT_GATE;
@@ -735,7 +738,8 @@ static int cmd_touch(int argc, char **argv)
 	}
 	tally_init(&out.tally);
 	gate_init(&gate, a.after / page, a.ready, a.go);
-	if (!mapping_open(&m, &a, a.given & OPT_READAHEAD ? RPAGE_MAP_READAHEAD : 0))
+	if (!mapping_open(&m, &a, (a.given & OPT_READAHEAD ? RPAGE_MAP_READAHEAD : 0) |
+			  (a.given & OPT_HUGE ? RPAGE_MAP_HUGE : 0)))
 		return 1;
 	order = page_order(&m, a.random_order, a.seed);
 	if (!order)
@@ -760,7 +764,15 @@ static int cmd_touch(int argc, char **argv)
 		fail("msync of %" PRIu64 " bytes: %s", m.length, strerror(errno));
 		return 1;
 	}
+	/* The huge counters, read now: report() reads the rest the same way. */
+	if ((a.given & OPT_HUGE) && !mapping_stats(&m, &out.st))
+		return 1;
 	snprintf(extra, sizeof(extra), " max_touch_ms=%" PRIu64, sweep.max_touch_ms);
+	if (a.given & OPT_HUGE)
+		snprintf(extra + strlen(extra), sizeof(extra) - strlen(extra),
+			 " huge_faults=%llu huge_fallbacks=%llu",
+			 (unsigned long long)out.st.huge_faults,
+			 (unsigned long long)out.st.huge_fallbacks);
 	if (!report(&m, &out, extra) || !mapping_close(&m) ||
 	    !tally_clean(&m, &out.tally))
 		return 1;

@@ -110,7 +110,7 @@
 #define FZ_USER_TOP	0x00007ffffffff000ULL
 
 #define FZ_ERRNO_MAX	1024
-#define FZ_NR_CMDS	(_RPAGE_POOL_GET_PEERS + 1)
+#define FZ_NR_CMDS	(_RPAGE_MAP_HUGE_STATS + 1)
 /* Bucket of the counters for command numbers rpage does not have. */
 #define FZ_RANDOM	FZ_NR_CMDS
 #define FZ_REPORT_MAX	50
@@ -283,6 +283,12 @@ static const struct fz_field f_map_stats[] = {
 	FLD(struct rpage_map_stats, stats, K_OUT, 0),
 };
 
+static const struct fz_field f_map_huge_stats[] = {
+	FLD(struct rpage_map_huge_stats, map_id, K_MAP, 0),
+	FLD(struct rpage_map_huge_stats, reserved, K_RSV, 0),
+	FLD(struct rpage_map_huge_stats, fallbacks, K_OUT, 0),
+};
+
 static const struct fz_field f_peer_set[] = {
 	FLD(struct rpage_peer_set, name, K_NAME, 0),
 	FLD(struct rpage_peer_set, mask, K_MASK, 0),
@@ -383,6 +389,7 @@ static const struct fz_cmd fz_cmds[FZ_NR_CMDS] = {
 	CMD(_RPAGE_POOL_FILE, POOL_FILE, f_pool_file),
 	CMD(_RPAGE_POOL_SET_PEERS, POOL_SET_PEERS, f_pool_set_peers),
 	CMD(_RPAGE_POOL_GET_PEERS, POOL_GET_PEERS, f_pool_get_peers),
+	CMD(_RPAGE_MAP_HUGE_STATS, MAP_HUGE_STATS, f_map_huge_stats),
 };
 
 /* Big enough for any argument structure. */
@@ -400,6 +407,7 @@ union fz_arg {
 	struct rpage_prefetch prefetch;
 	struct rpage_evict evict;
 	struct rpage_map_stats map_stats;
+	struct rpage_map_huge_stats huge_stats;
 	struct rpage_peer_set set;
 	struct rpage_map_add add;
 	struct rpage_map_del del;
@@ -1041,13 +1049,16 @@ static void fz_build(struct fz_thread *t, unsigned int nr, union fz_arg *a)
 	}
 	case _RPAGE_PREFETCH:
 	case _RPAGE_EVICT:
-	case _RPAGE_MAP_STATS: {
+	case _RPAGE_MAP_STATS:
+	case _RPAGE_MAP_HUGE_STATS: {
 		struct fz_map *m = fz_pick_map(t, true, false);
 		__u64 id = m ? m->map_id : t->last_map_id, off, len;
 
 		fz_pick_range(t, m ? m->map_len : 0, &off, &len);
 		if (nr == _RPAGE_MAP_STATS) {
 			a->map_stats.map_id = id;
+		} else if (nr == _RPAGE_MAP_HUGE_STATS) {
+			a->huge_stats.map_id = id;
 		} else if (nr == _RPAGE_PREFETCH) {
 			a->prefetch.map_id = id;
 			a->prefetch.offset = off;
@@ -2480,7 +2491,8 @@ static void fz_life(struct fz_thread *t)
 			M_VALID, NULL);
 	} else if (r < 730) {
 		m = fz_pick_map(t, true, false);
-		fz_call(t, m && m->shared ? F_SHARED : F_OWN, _RPAGE_MAP_STATS,
+		fz_call(t, m && m->shared ? F_SHARED : F_OWN,
+			chance(t, 50) ? _RPAGE_MAP_STATS : _RPAGE_MAP_HUGE_STATS,
 			M_VALID, NULL);
 	} else if (r < 790) {
 		fz_call(t, file, _RPAGE_READ, M_VALID, NULL);

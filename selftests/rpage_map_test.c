@@ -695,6 +695,54 @@ TEST_F_TIMEOUT(map, huge_regions_are_read_whole_and_pmd_mapped, 120)
 	EXPECT_EQ(4, st.faults);
 }
 
+/*
+ * A prefetch of an RPAGE_MAP_HUGE mapping takes its range out to whole
+ * regions and reads each into one 2 MiB folio, which the touches after
+ * map with PMD entries without a READ of their own; every byte is the
+ * pool's. RPAGE_IOC_MAP_HUGE_STATS has no fallback to report, and
+ * refuses reserved bits and unknown ids.
+ */
+TEST_F_TIMEOUT(map, huge_prefetch_reads_regions_whole, 120)
+{
+	const uint64_t pages = 2048, region = 2 << 20;
+	struct rpage_map_huge_stats hs;
+	struct rpage_fault_stats st;
+	struct rpage_prefetch pf;
+
+	NEED_AREA(pages, RPAGE_MAP_HUGE);
+	/* One page asked for, waited for: its whole region comes. */
+	pf = (struct rpage_prefetch) { .map_id = self->m.map_id, .offset = page,
+				       .length = page, .flags = RPAGE_PREFETCH_WAIT };
+	ASSERT_EQ(0, rpage_map_prefetch(self->fd, &pf));
+	EXPECT_EQ(region / page, pf.queued);
+	EXPECT_EQ(0, pf.failed);
+	st = area_stats(_metadata, self);
+	EXPECT_EQ(1, st.huge_prefetched);
+	EXPECT_EQ(region / page, st.prefetched);
+	/* The rest in the background: the touches wait for it. */
+	pf = (struct rpage_prefetch) { .map_id = self->m.map_id, .offset = region,
+				       .length = 3 * region };
+	ASSERT_EQ(0, rpage_map_prefetch(self->fd, &pf));
+	EXPECT_EQ(3 * region / page, pf.queued);
+	EXPECT_EQ(UINT64_MAX, check_pages(self->addr, POOL_A, 0, 0, pages, SEED));
+	EXPECT_EQ(4 * (long)(region >> 10), smaps_kb(self->addr, "FilePmdMapped"));
+	st = area_stats(_metadata, self);
+	EXPECT_EQ(0, st.faults);
+	EXPECT_EQ(4, st.huge_prefetched);
+	EXPECT_EQ(pages, st.prefetched);
+	EXPECT_EQ(0, st.huge_fallbacks);
+	EXPECT_EQ(pages, reads_since(_metadata, self));
+
+	hs = (struct rpage_map_huge_stats) { .map_id = self->m.map_id };
+	ASSERT_EQ(0, rpage_map_huge_stats(self->fd, &hs));
+	for (unsigned int c = 0; c < RPAGE_HUGE_FB_MAX; c++)
+		EXPECT_EQ(0, hs.fallbacks[c]);
+	hs.reserved[2] = 1;
+	EXPECT_EQ(-EINVAL, rpage_map_huge_stats(self->fd, &hs));
+	hs = (struct rpage_map_huge_stats) { .map_id = self->m.map_id + 1000 };
+	EXPECT_EQ(-ENOENT, rpage_map_huge_stats(self->fd, &hs));
+}
+
 TEST_F_TIMEOUT(map, each_page_faults_once, 120)
 {
 	const uint64_t pages = 256;

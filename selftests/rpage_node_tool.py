@@ -43,6 +43,14 @@
                                mapped with 2 MiB entries, from
                                /proc/self/smaps) and "aligned yes|no" (the
                                address against OFFSET, modulo 2 MiB)
+  fragment READY GO            fragment the host's memory, as a long-running
+                               host's gets: take anonymous 4 KiB pages
+                               (MADV_NOHUGEPAGE) until no zone but DMA has
+                               a free block of 2 MiB or more
+                               (/proc/buddyinfo), then give every other
+                               page back, so that what is free is holes of
+                               4 KiB; write what it did to READY, hold the
+                               rest until GO exists
   qtest SOCKET ADDR LENGTH     read guest-physical memory through QEMU's
                                qtest socket; raw bytes on standard output
   qtest-pages SOCKET POOL SIZE COUNT
@@ -199,6 +207,52 @@ def cmd_touch(path, offset, length, at):
     return 0
 
 
+def meminfo_kb(field):
+    with open("/proc/meminfo") as f:
+        for line in f:
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
+    fail(f"no {field} in /proc/meminfo")
+
+
+def free_huge_blocks():
+    """Free blocks of 2 MiB or more (order 9 up) outside ZONE_DMA, whose
+    reserve keeps it from ordinary allocations mostly."""
+    n = 0
+    with open("/proc/buddyinfo") as f:
+        for line in f:
+            words = line.split()
+            if words[3] != "DMA":
+                n += sum(int(x) for x in words[4 + 9:])
+    return n
+
+
+def cmd_fragment(ready, go):
+    step, page = 4 << 20, 4096
+    size = meminfo_kb("MemTotal") << 10
+    # MAP_NORESERVE: the area is as large as memory; only what is
+    # touched is taken.
+    m = mmap.mmap(-1, size, mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS | 0x4000)
+    m.madvise(mmap.MADV_NOHUGEPAGE)
+    before, taken = free_huge_blocks(), 0
+    while taken + step <= size and free_huge_blocks() > 0 and \
+            meminfo_kb("MemAvailable") > (96 << 10):
+        for off in range(taken, taken + step, page):
+            m[off] = 1
+        taken += step
+    # Holes of one page each: no two free pages of the area side by side.
+    for off in range(0, taken, 2 * page):
+        m.madvise(mmap.MADV_DONTNEED, off, page)
+    with open(ready + ".tmp", "w") as f:
+        print(f"took {taken >> 20} MiB, gave back every other page;"
+              f" free 2 MiB blocks {before} before, {free_huge_blocks()} after",
+              file=f)
+    os.rename(ready + ".tmp", ready)
+    while not os.path.exists(go):
+        time.sleep(0.1)
+    return 0
+
+
 def qtest_read(sock_path, addr, length):
     """Guest-physical bytes [addr, addr + length), by qtest's b64read."""
     s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -303,6 +357,8 @@ def main(argv):
                          [int(x, 0) for x in argv[5:]])
     elif cmd == "compact" and len(argv) == 4:
         return cmd_compact(path, int(argv[3], 0))
+    elif cmd == "fragment" and len(argv) == 4:
+        return cmd_fragment(path, argv[3])
     elif cmd == "qtest-pages" and len(argv) == 6:
         return cmd_qtest_pages(path, int(argv[3], 0), int(argv[4], 0),
                                int(argv[5], 0))

@@ -161,6 +161,11 @@ RPAGE_EXPORT int rpage_map_stats(int fd, struct rpage_map_stats *st)
 	return rpage_ioctl(fd, RPAGE_IOC_MAP_STATS, st);
 }
 
+RPAGE_EXPORT int rpage_map_huge_stats(int fd, struct rpage_map_huge_stats *st)
+{
+	return rpage_ioctl(fd, RPAGE_IOC_MAP_HUGE_STATS, st);
+}
+
 RPAGE_EXPORT int rpage_peer_fault_stats(int fd, struct rpage_list *list)
 {
 	return rpage_ioctl(fd, RPAGE_IOC_PEER_FAULT_STATS, list);
@@ -521,6 +526,20 @@ RPAGE_EXPORT const char *rpage_endpoint_state_name(__u32 state)
 	};
 
 	return RPAGE_NAME_OF(names, state);
+}
+
+RPAGE_EXPORT const char *rpage_huge_fallback_name(__u32 cause)
+{
+	static const char *const names[] = {
+		[RPAGE_HUGE_FB_TAIL] = "tail",
+		[RPAGE_HUGE_FB_DISABLED] = "disabled",
+		[RPAGE_HUGE_FB_UNALIGNED] = "unaligned",
+		[RPAGE_HUGE_FB_PTE_TABLE] = "pte_table",
+		[RPAGE_HUGE_FB_SMALL_CACHED] = "small_cached",
+		[RPAGE_HUGE_FB_NOMEM] = "nomem",
+	};
+
+	return RPAGE_NAME_OF(names, cause);
 }
 
 RPAGE_EXPORT const char *rpage_pool_kind_name(__u32 kind)

@@ -149,6 +149,12 @@ int rpage_map_stats(int fd, struct rpage_map_stats *st);
 int rpage_peer_fault_stats(int fd, struct rpage_list *list);
 
 /*
+ * RPAGE_IOC_MAP_HUGE_STATS: the 4 KiB reads of a 2 MiB mapping
+ * (RPAGE_MAP_HUGE) by cause, RPAGE_HUGE_FB_*.
+ */
+int rpage_map_huge_stats(int fd, struct rpage_map_huge_stats *st);
+
+/*
  * RPAGE_IOC_PEER_SET: change settings of a peer (by name), those whose
  * bits @set->mask has: its loss timeout.
  */
@@ -246,6 +252,15 @@ const char *rpage_transport_name(__u32 transport);
 const char *rpage_reject_name(__u32 reason);
 const char *rpage_endpoint_state_name(__u32 state);
 const char *rpage_pool_kind_name(__u32 kind);
+
+/*
+ * (1.6) Why a 2 MiB mapping read 4 KiB (RPAGE_HUGE_FB_*, the index of
+ * struct rpage_map_huge_stats.fallbacks): "tail", "disabled",
+ * "unaligned", "pte_table", "small_cached", "nomem", as the tracepoint
+ * rpage:rpage_huge_fallback prints them; NULL for one this library does
+ * not know.
+ */
+const char *rpage_huge_fallback_name(__u32 cause);
 
 #ifdef __cplusplus
 }

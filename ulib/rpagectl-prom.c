@@ -119,6 +119,7 @@ static const struct prom_counter fault_counters[] = {
 	PROM_COUNTER(struct rpage_fault_stats, refetched, "Pages read again after the kernel dropped them."),
 	PROM_COUNTER(struct rpage_fault_stats, huge_faults, "Page faults that read a whole 2 MiB region."),
 	PROM_COUNTER(struct rpage_fault_stats, huge_fallbacks, "Page faults of 2 MiB mappings that read 4 KiB instead."),
+	PROM_COUNTER(struct rpage_fault_stats, huge_prefetched, "2 MiB regions read whole by prefetch or pull."),
 };
 
 static const struct prom_counter status_counters[] = {
@@ -141,6 +142,7 @@ int stat_prometheus(int fd)
 	struct rpage_peer_stats *peers = NULL;
 	struct rpage_peer_info *infos = NULL;
 	struct rpage_map_info *maps = NULL;
+	struct rpage_map_huge_stats *hstats = NULL;
 	struct rpage_map_stats *mstats = NULL;
 	struct prom_series *series = NULL;
 	int npeers, ndevs, nfaults, nsts, ninfos, nmaps, status = 1;
@@ -170,7 +172,8 @@ int stat_prometheus(int fd)
 	}
 	if (nmaps) {
 		mstats = calloc((size_t)nmaps, sizeof(*mstats));
-		if (!mstats) {
+		hstats = calloc((size_t)nmaps, sizeof(*hstats));
+		if (!mstats || !hstats) {
 			fail_cmd("stat prometheus", NULL, ENOMEM, NULL);
 			goto out;
 		}
@@ -181,6 +184,10 @@ int stat_prometheus(int fd)
 		/* Deleted since the list: left out (map_id 0). */
 		if (rpage_map_stats(fd, &mstats[i]))
 			mstats[i].map_id = 0;
+		/* A 2 MiB mapping's fallbacks, where the module has them. */
+		hstats[i].map_id = maps[i].flags & RPAGE_MAP_HUGE ? maps[i].map_id : 0;
+		if (hstats[i].map_id && rpage_map_huge_stats(fd, &hstats[i]))
+			hstats[i].map_id = 0;
 	}
 	max = (size_t)npeers + ndevs + nfaults + nsts + ninfos + nmaps + 1;
 	series = calloc(max, sizeof(*series));
@@ -269,6 +276,19 @@ int stat_prometheus(int fd)
 			printf("rpage_map_pages{map=\"%s\"} %" PRIu64 "\n", maps[i].name,
 			       (uint64_t)(maps[i].length / page_size()));
 	}
+	for (int i = 0, first = 1; i < nmaps; i++) {
+		if (!hstats[i].map_id)
+			continue;
+		if (first)
+			prom_header("rpage_map_huge_fallbacks_total", "counter",
+				    "4 KiB reads of a 2 MiB mapping where a whole region was wanted, by cause.");
+		first = 0;
+		for (__u32 c = 0; c < RPAGE_HUGE_FB_MAX; c++)
+			if (rpage_huge_fallback_name(c))
+				printf("rpage_map_huge_fallbacks_total{map=\"%s\",cause=\"%s\"} %" PRIu64 "\n",
+				       maps[i].name, rpage_huge_fallback_name(c),
+				       (uint64_t)hstats[i].fallbacks[c]);
+	}
 	status = 0;
 out:
 	free(peers);
@@ -278,6 +298,7 @@ out:
 	free(infos);
 	free(maps);
 	free(mstats);
+	free(hstats);
 	free(series);
 	return status;
 }

@@ -278,7 +278,7 @@ test_json_outputs_have_their_documented_keys() {
 	json_keys '.devices[0]' "name index reads writes read_bytes write_bytes errors connects rejects latency" \
 		"$RPAGECTL" -j stat show || return
 	json_keys '.peers[0].latency' "p50_ns p90_ns p99_ns p999_ns samples histogram" "$RPAGECTL" -j stat show || return
-	json_keys '.peers[0].fault' "faults minor_faults waits prefetched prefetch_hits evicted written sigbus vma_locked mmap_locked refetched huge_faults huge_fallbacks latency" \
+	json_keys '.peers[0].fault' "faults minor_faults waits prefetched prefetch_hits evicted written sigbus vma_locked mmap_locked refetched huge_faults huge_fallbacks huge_prefetched latency" \
 		"$RPAGECTL" -j stat show || return
 	json_keys '.maps[0]' "name id peer fault" "$RPAGECTL" -j stat map || return
 	# Types where text had words: booleans, and null where nothing is.
@@ -622,6 +622,104 @@ test_named_huge_pages() {
 	"$RPAGECTL" map del huge && "$RPAGECTL" pool destroy $pool
 }
 
+# A pull of a pagesize 2M mapping reads each region none of whose pages
+# is here whole, into one folio that the faults after map with one PMD
+# entry: a VM pulled onto it keeps its huge pages. A region with a 4 KiB
+# page here already is read 4 KiB at a time (a fallback), and so is the
+# tail past the last whole region. Every byte the pool's.
+test_named_huge_pull() {
+	local pool=17 node=/dev/rpage-map/hpull pages=$(((9 << 20) / 4096))
+	"$RPAGECTL" pool create $pool size 9M || return
+	wait_until 30 remote_pool_listed self $pool || fail "pool not announced" || return
+	"$NAMED_PATTERN" fill self $pool 9M || fail "filling the pool" || return
+	"$RPAGECTL" map add hpull peer self pool $pool pagesize 2M || fail "map add pagesize 2M" || return
+	wait_until 10 test -c $node || fail "no $node" || return
+	# One 4 KiB page of region 1, by an area of 4 KiB (a fallback).
+	$NODE_TOOL touch $node $(((2 << 20) + 4096)) 4096 0 2> /dev/null |
+		"$NAMED_PATTERN" check-file $pool - --offset $(((2 << 20) + 4096)) --length 4096 ||
+		fail "the page touched first" || return
+	expect_eq "$(huge_fault hpull huge_fallbacks)" 1 "fallbacks before the pull" || return
+
+	"$RPAGECTL" -j map pull hpull wait > /tmp/hpull.json || fail "map pull" || return
+	cat /tmp/hpull.json
+	jq -e ".queued == $((pages - 1)) and .failed == 0 and .pages_local == $pages" \
+		< /tmp/hpull.json || fail "map pull's summary" || return
+	"$RPAGECTL" stat map hpull
+	expect_eq "$(huge_fault hpull huge_prefetched)" 3 "regions pulled whole (0, 2, 3)" || return
+	expect_eq "$(huge_fault hpull huge_fallbacks)" 2 "fallbacks: the first touch and region 1's pull" || return
+	expect_eq "$(huge_fault hpull prefetched)" $((pages - 1)) "pages pulled" || return
+	# By cause: the first touch's area is unaligned, the pull found 4 KiB here.
+	"$RPAGECTL" -j stat map hpull > /tmp/hpull.stat || fail "stat map" || return
+	json_keys '.maps[0].fallbacks' "tail disabled unaligned pte_table small_cached nomem" \
+		cat /tmp/hpull.stat || return
+	jq -e '.maps[0].fallbacks | .unaligned == 1 and .small_cached == 1 and
+		([.[]] | add) == 2' < /tmp/hpull.stat ||
+		fail "fallbacks by cause: $(cat /tmp/hpull.stat)" || return
+	"$RPAGECTL" stat map hpull | grep -x '    fallbacks tail 0 disabled 0 unaligned 1 pte_table 0 small_cached 1 nomem 0' ||
+		fail "the text fallbacks line" || return
+	"$RPAGECTL" stat prometheus | grep -x 'rpage_map_huge_fallbacks_total{map="hpull",cause="small_cached"} 1' ||
+		fail "the Prometheus series of the fallbacks" || return
+
+	# The faults after: a PMD for each region pulled whole, no READ.
+	$NODE_TOOL touch $node 0 $((9 << 20)) 0 $((2 << 20)) $((4 << 20)) $((6 << 20)) $((8 << 20)) \
+		2> /tmp/hpull.err | "$NAMED_PATTERN" check-file $pool - --length 9M ||
+		fail "the bytes of the pulled mapping: $(cat /tmp/hpull.err)" || return
+	cat /tmp/hpull.err
+	expect_eq "$(sed -n 's/^FilePmdMapped //p' /tmp/hpull.err)" 6144 "kB mapped by PMD" || return
+	expect_eq "$(huge_fault hpull faults)" 1 "faults that read (the first touch only)" || return
+	expect_eq "$(huge_fault hpull huge_faults)" 0 "2 MiB faults" || return
+	"$RPAGECTL" map del hpull && "$RPAGECTL" pool destroy $pool
+}
+
+# Fragmented memory (a hog takes 4 KiB pages until no free 2 MiB block
+# is left, then frees every other page): first touches of a pagesize 2M
+# mapping find no 2 MiB folio (allocated without reclaim or compaction,
+# as THP faults are) and read 4 KiB instead, each counted as a fallback
+# for want of memory (nomem); every byte right. The
+# kernel's proactive compaction is off meanwhile, so that the holes stay.
+test_named_huge_fragmented() {
+	local pool=18 node=/dev/rpage-map/hfrag pro rc=0 st
+	"$RPAGECTL" pool create $pool size 16M || return
+	wait_until 30 remote_pool_listed self $pool || fail "pool not announced" || return
+	"$NAMED_PATTERN" fill self $pool 16M || fail "filling the pool" || return
+	"$RPAGECTL" map add hfrag peer self pool $pool pagesize 2M || fail "map add pagesize 2M" || return
+	wait_until 10 test -c $node || fail "no $node" || return
+	pro=$(cat /proc/sys/vm/compaction_proactiveness)
+	echo 0 > /proc/sys/vm/compaction_proactiveness
+	sync
+	echo 3 > /proc/sys/vm/drop_caches
+	rm -f /tmp/frag.ready /tmp/frag.go
+	$NODE_TOOL fragment /tmp/frag.ready /tmp/frag.go &
+	if wait_until 600 test -e /tmp/frag.ready; then
+		cat /tmp/frag.ready
+		$NODE_TOOL touch $node 0 $((16 << 20)) 0 $((2 << 20)) $((4 << 20)) $((6 << 20)) \
+			$((8 << 20)) $((10 << 20)) $((12 << 20)) $((14 << 20)) \
+			2> /tmp/hfrag.err > /tmp/hfrag.bytes || rc=1
+	else
+		rc=2
+	fi
+	touch /tmp/frag.go
+	wait
+	echo "$pro" > /proc/sys/vm/compaction_proactiveness
+	[ "$rc" != 2 ] || fail "the hog did not fragment memory in 600 s" || return
+	[ "$rc" = 0 ] || fail "touching 8 regions: $(cat /tmp/hfrag.err)" || return
+	cat /tmp/hfrag.err
+	"$NAMED_PATTERN" check-file $pool /tmp/hfrag.bytes --length 16M ||
+		fail "the bytes of the 8 regions" || return
+	"$RPAGECTL" stat map hfrag
+	st=$("$RPAGECTL" -j stat map hfrag) || fail "stat map" || return
+	# Each region's first touch: 2 MiB, or nomem. The rest of a region
+	# read 4 KiB at a time falls back for its page table (pte_table).
+	echo "$st" | jq -e '.maps[0] | .fallbacks.nomem >= 1 and
+		.fault.huge_faults + .fallbacks.nomem == 8 and
+		([.fallbacks | del(.nomem, .pte_table)[]] | add) == 0' > /dev/null ||
+		fail "fallbacks for want of memory: $st" || return
+	expect_eq "$(sed -n 's/^FilePmdMapped //p' /tmp/hfrag.err)" \
+		$(( $(echo "$st" | jq '.maps[0].fault.huge_faults') * 2048 )) \
+		"kB mapped by PMD: the regions that had a 2 MiB folio" || return
+	"$RPAGECTL" map del hfrag && "$RPAGECTL" pool destroy $pool
+}
+
 # named_pulled_and_partial: maps the pool twice, as "pulled" (every page
 # fetched) and "partial" (only its first MiB read).
 named_pulled_and_partial() {
@@ -817,6 +915,8 @@ run_test named_pool_of_a_hugetlbfs_file_is_read_in_place test_named_pool_of_a_hu
 run_test named_del_in_use_is_ebusy_force_sigbus test_named_del_in_use
 run_test named_evict_writes_back_and_drops test_named_evict
 run_test named_huge_pages_are_read_and_mapped_whole test_named_huge_pages
+run_test named_huge_pull_keeps_huge_pages test_named_huge_pull
+run_test named_huge_fragmented_falls_back test_named_huge_fragmented
 run_test named_pull_then_pool_destroyed_reads_right test_named_pull_then_pool_destroyed
 run_test named_pull_then_peer_deleted_lets_it_go test_named_pull_then_peer_deleted
 run_test named_unload_refused_while_in_use test_named_unload_refused_while_in_use

@@ -608,6 +608,25 @@ disagg_bounded() {
 		fail "${refetched:-no} pages refetched, want at least $(( pages - (max << 8) ))"
 }
 
+# disagg_loop_read CG OUT SEED TOUCH-ARGS...: pool 3 of the loop peer,
+# SIZE MiB (writable) with SEED's pattern, read twice by rpage_fault
+# touch with TOUCH-ARGS in a new memory cgroup CG limited to MAX MiB
+# (SIZE and MAX the caller's); disagg_run's results in OUT, rc, peak and
+# events, and judged by disagg_bounded. The pool goes after.
+disagg_loop_read() {
+	local cg=$1 out=$2 seed=$3
+	shift 3
+	memcg_up || fail "no memory cgroup" || return
+	"$RPAGECTL" pool create 3 size "${size}M" writable || fail "pool create 3" || return
+	wait_until 30 remote_pool_listed lo 3 || fail "pool 3 not listed through lo" || return
+	"$PATTERN" write lo 3 0 "${size}M" --seed "$seed" || fail "fill pool 3" || return
+	disagg_run "$cg" "$max" "$out" touch lo 3 "${size}M" --threads 1 --passes 2 \
+		--seed "$seed" "$@" || return
+	"$RPAGECTL" pool destroy 3 || fail "pool destroy 3" || return
+	expect_eq "$rc" 0 "the touch, twice, in ${max} MiB" || return
+	disagg_bounded "$out" "$peak" "$events" "$size" "$max"
+}
+
 # Remote memory larger than the memory a process may have: a process in a
 # memory cgroup limited to 64 MiB reads all of a 512 MiB mapping of the
 # loop peer twice, in random order, every byte checked. Reclaim drops the
@@ -616,21 +635,30 @@ disagg_bounded() {
 # OOM killer never runs, and the refetches are counted. A quarter of each
 # on the debug kernel, whose faults take about 30 times as long.
 test_loop_mapping_bounded_by_its_memory_cgroup() {
-	local cg=/sys/fs/cgroup/rpage-disagg size=512 max=64 out=/tmp/disagg.out
-	local peak events rc
+	local size=512 max=64 peak events rc
 	if [ "$RPAGE_SLOW" -gt 1 ]; then
 		size=128
 		max=16
 	fi
-	memcg_up || fail "no memory cgroup" || return
-	"$RPAGECTL" pool create 3 size "${size}M" writable || fail "pool create 3" || return
-	wait_until 30 remote_pool_listed lo 3 || fail "pool 3 not listed through lo" || return
-	"$PATTERN" write lo 3 0 "${size}M" --seed 21 || fail "fill pool 3" || return
-	disagg_run "$cg" "$max" "$out" touch lo 3 "${size}M" --threads 1 --order random \
-		--passes 2 --seed 21 || return
-	"$RPAGECTL" pool destroy 3 || fail "pool destroy 3" || return
-	expect_eq "$rc" 0 "the touch, twice, in ${max} MiB" || return
-	disagg_bounded "$out" "$peak" "$events" "$size" "$max"
+	disagg_loop_read /sys/fs/cgroup/rpage-disagg /tmp/disagg.out 21 --order random
+}
+
+# The same with 2 MiB pages (pagesize 2M), read in order, a region at a
+# time: each first touch of a region reads it whole into one 2 MiB folio
+# charged to the cgroup, and reclaim drops such folios whole; the cgroup
+# stays within its limit, no OOM, every byte checked, and every fault
+# read a whole region, never 4 KiB, however full the cgroup.
+test_loop_huge_mapping_bounded_by_its_memory_cgroup() {
+	local size=512 max=64 out=/tmp/disagg-h.out peak events rc faults huge
+	if [ "$RPAGE_SLOW" -gt 1 ]; then
+		size=128
+		max=16
+	fi
+	disagg_loop_read /sys/fs/cgroup/rpage-disagg-h "$out" 22 --order seq --huge || return
+	faults=$(sed -n 's/.* faults=\([0-9]*\) .*/\1/p' "$out")
+	huge=$(sed -n 's/.* huge_faults=\([0-9]*\) huge_fallbacks=0.*/\1/p' "$out")
+	[ -n "$huge" ] && [ "$huge" = "$faults" ] && [ "$huge" -ge $(( size / 2 )) ] ||
+		fail "faults $faults, 2 MiB ones ${huge:-? (or fallbacks)}: want every one 2 MiB, at least $(( size / 2 ))"
 }
 
 # The writes half: a process in the same 64 MiB cgroup writes every page
@@ -754,6 +782,7 @@ run_test loop_write_to_a_read_only_pool_refused test_loop_write_to_a_read_only_p
 run_test loop_faults_prefetch_evict_without_an_rdma_device test_loop_without_an_rdma_device
 run_test loop_mapping_bounded_by_its_memory_cgroup test_loop_mapping_bounded_by_its_memory_cgroup
 run_test loop_writes_survive_reclaim_in_a_memory_cgroup test_loop_writes_survive_reclaim_in_a_memory_cgroup
+run_test loop_huge_mapping_bounded_by_its_memory_cgroup test_loop_huge_mapping_bounded_by_its_memory_cgroup
 tap_end
 
 RPAGE_TEST_PEER=lo run_kselftest map-loop "$SELFTESTS/rpage_map_test"

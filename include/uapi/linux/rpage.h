@@ -123,6 +123,7 @@ enum {
 	_RPAGE_POOL_FILE	= 0x1c,
 	_RPAGE_POOL_SET_PEERS	= 0x1d,
 	_RPAGE_POOL_GET_PEERS	= 0x1e,
+	_RPAGE_MAP_HUGE_STATS	= 0x1f,
 };
 
 /**
@@ -317,6 +318,39 @@ enum {
 	 */
 	RPAGE_FAULT_END_RETRY	= 4,
 };
+
+/*
+ * Why a fault of an RPAGE_MAP_HUGE mapping read 4 KiB where it wanted
+ * its 2 MiB region whole, or a prefetch or pull read a region 4 KiB at a
+ * time: the index of struct rpage_map_huge_stats.fallbacks, and the
+ * cause field of the tracepoint rpage:rpage_huge_fallback.
+ */
+enum {
+	/* The region goes past the end of the mapping. */
+	RPAGE_HUGE_FB_TAIL		= 0,
+	/*
+	 * Huge pages are switched off for the area (MADV_NOHUGEPAGE) or
+	 * for the process (PR_SET_THP_DISABLE).
+	 */
+	RPAGE_HUGE_FB_DISABLED		= 1,
+	/*
+	 * The area does not hold the region whole, at an address 2 MiB
+	 * aligned against its offset.
+	 */
+	RPAGE_HUGE_FB_UNALIGNED		= 2,
+	/* The process maps the region with 4 KiB pages already. */
+	RPAGE_HUGE_FB_PTE_TABLE		= 3,
+	/* 4 KiB pages of the region are here. */
+	RPAGE_HUGE_FB_SMALL_CACHED	= 4,
+	/*
+	 * No free 2 MiB of memory without reclaim or compaction, or the
+	 * memory cgroup's limit.
+	 */
+	RPAGE_HUGE_FB_NOMEM		= 5,
+};
+
+/* Entries of struct rpage_map_huge_stats.fallbacks: room for new causes. */
+#define RPAGE_HUGE_FB_MAX		16
 
 /* Why a peer refused a connection (struct rpage_peer_info.last_reject). */
 enum {
@@ -813,6 +847,14 @@ struct rpage_unmap {
  * loss timeout; pages it could not read are absent again (and, with
  * RPAGE_PREFETCH_WAIT, counted in @failed).
  *
+ * On an RPAGE_MAP_HUGE mapping the range is taken out to whole 2 MiB
+ * regions (@queued counts them), and each region none of whose pages is
+ * here is read into one 2 MiB folio, as its first fault would read it,
+ * for faults to map with one PMD entry (struct
+ * rpage_fault_stats.huge_prefetched); a chunk is then at least four
+ * regions. A region with 4 KiB pages here, or for which no 2 MiB of
+ * memory is free, is read 4 KiB at a time (huge_fallbacks).
+ *
  * RPAGE_PREFETCH_KEEP, before anything is read, makes every page of the
  * mapping stay from then on until evicted or unmapped, as pages did
  * before RPAGE_FEATURE_RECLAIM: reclaim no longer drops them. With it a
@@ -909,7 +951,13 @@ struct rpage_evict {
  *	up with it or has huge pages switched off (MADV_NOHUGEPAGE,
  *	PR_SET_THP_DISABLE), the region is mapped with 4 KiB pages in the
  *	process already or has 4 KiB pages here, or no 2 MiB of memory
- *	could be had; the tracepoint rpage:rpage_huge_fallback says which.
+ *	could be had; RPAGE_IOC_MAP_HUGE_STATS counts them by cause, and the
+ *	tracepoint rpage:rpage_huge_fallback names each. Also the regions
+ *	a prefetch or pull read 4 KiB at a time for one of the last two
+ *	reasons.
+ * @huge_prefetched: 2 MiB regions a prefetch or pull (RPAGE_MAP_HUGE)
+ *	read whole into one folio, as a fault would have; their pages are
+ *	also counted in @prefetched.
  * @reserved: zero.
  * @latency: histogram of every fault's time in rpage, from entry to the
  *	page being ready, log2 buckets of nanoseconds.
@@ -928,7 +976,8 @@ struct rpage_fault_stats {
 	__u64 refetched;
 	__u64 huge_faults;
 	__u64 huge_fallbacks;
-	__u64 reserved[3];
+	__u64 huge_prefetched;
+	__u64 reserved[2];
 	__u64 latency[RPAGE_HIST_BUCKETS];
 };
 
@@ -942,6 +991,22 @@ struct rpage_map_stats {
 	__u64 map_id;
 	__u64 reserved[3];
 	struct rpage_fault_stats stats;
+};
+
+/**
+ * struct rpage_map_huge_stats - RPAGE_IOC_MAP_HUGE_STATS
+ * @map_id: in: the mapping, as for RPAGE_IOC_MAP_STATS.
+ * @reserved: must be zero.
+ * @fallbacks: out: what struct rpage_fault_stats.huge_fallbacks counts,
+ *	by cause (RPAGE_HUGE_FB_*); a cause this module does not know of
+ *	stays 0. Zero for a mapping without RPAGE_MAP_HUGE.
+ *
+ * RPAGE_FEATURE_HUGE.
+ */
+struct rpage_map_huge_stats {
+	__u64 map_id;
+	__u64 reserved[3];
+	__u64 fallbacks[RPAGE_HUGE_FB_MAX];
 };
 
 /**
@@ -1221,6 +1286,8 @@ struct rpage_map_info {
 	_IOW(RPAGE_IOC_MAGIC, _RPAGE_POOL_SET_PEERS, struct rpage_pool_peers)
 #define RPAGE_IOC_POOL_GET_PEERS \
 	_IOWR(RPAGE_IOC_MAGIC, _RPAGE_POOL_GET_PEERS, struct rpage_pool_peers)
+#define RPAGE_IOC_MAP_HUGE_STATS \
+	_IOWR(RPAGE_IOC_MAGIC, _RPAGE_MAP_HUGE_STATS, struct rpage_map_huge_stats)
 
 #define RPAGE_API_IOCTLS \
 	((1ULL << _RPAGE_API) | (1ULL << _RPAGE_DEVICE_LIST) | \
@@ -1238,6 +1305,6 @@ struct rpage_map_info {
 	 (1ULL << _RPAGE_PEER_STATUS) | (1ULL << _RPAGE_MAP_ADD) | \
 	 (1ULL << _RPAGE_MAP_DEL) | (1ULL << _RPAGE_MAP_LIST) | \
 	 (1ULL << _RPAGE_POOL_FILE) | (1ULL << _RPAGE_POOL_SET_PEERS) | \
-	 (1ULL << _RPAGE_POOL_GET_PEERS))
+	 (1ULL << _RPAGE_POOL_GET_PEERS) | (1ULL << _RPAGE_MAP_HUGE_STATS))
 
 #endif /* _UAPI_LINUX_RPAGE_H */
