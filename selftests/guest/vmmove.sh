@@ -10,6 +10,10 @@
 # blocks travel), and runs it: every first touch of a page by B's vCPU
 # is an RDMA READ from A's paused RAM. B pulls the rest; A destroys the
 # pool and quits its QEMU; the VM goes on verifying its memory on B.
+# B's mapping has 2 MiB pages (pagesize 2M) and both QEMUs align their
+# RAM to 2 MiB (align=2M): a first touch reads its 2 MiB region whole,
+# the pull reads the rest in regions, and B's QEMU maps its guest RAM
+# with PMD entries, as a VM on huge pages runs.
 #
 # Both QEMUs are Debian's (TCG, inside the TCG guests). B drives both
 # through QMP (A's over the link), so the downtime is read off one clock.
@@ -37,16 +41,23 @@ vm_qemu() {
 	local ram=$1 serial=$2 qmp=$3
 	shift 3
 	echo "\$ qemu-system-x86_64 -accel tcg -m 64M" \
-		"-object memory-backend-file,id=ram,size=64M,mem-path=$ram,share=on" \
+		"-object memory-backend-file,id=ram,size=64M,mem-path=$ram,share=on,align=2M" \
 		"-machine pc,memory-backend=ram -kernel rpage_mbguest" \
 		"-nodefaults -display none -serial file:$serial -qmp $qmp $* &"
 	qemu-system-x86_64 -accel tcg -m 64M \
-		-object memory-backend-file,id=ram,size=64M,mem-path="$ram",share=on \
+		-object memory-backend-file,id=ram,size=64M,mem-path="$ram",share=on,align=2M \
 		-machine pc,memory-backend=ram -kernel "$MBGUEST" \
 		-nodefaults -display none -monitor none \
 		-serial file:"$serial" -qmp "$qmp",server=on,wait=off "$@" \
 		> /tmp/vm-qemu.log 2>&1 &
 	VM_QEMU_PID=$!
+}
+
+# vm_pmd_kb PID PATH: kB of PATH that process PID maps with PMD entries.
+vm_pmd_kb() {
+	awk -v path="$2" '/^[0-9a-f]+-[0-9a-f]+ / { mine = ($NF == path) }
+		mine && $1 == "FilePmdMapped:" { kb += $2 }
+		END { print kb + 0 }' "/proc/$1/smaps"
 }
 
 # vm_passes: how many passes over its memory the guest has verified.
@@ -101,10 +112,10 @@ test_vm_move_a() {
 
 # On B: the move, the pull, and the VM's life after A let go.
 test_vm_move_b() {
-	local move fault0 checksum faults
+	local move fault0 checksum faults pmd huge
 	barrier vm-exported || return
 	wait_until 60 remote_pool_listed a "$VM_POOL" || fail "pool $VM_POOL not announced" || return
-	step "$RPAGECTL" map add vm peer a pool "$VM_POOL" || fail "map add" || return
+	step "$RPAGECTL" map add vm peer a pool "$VM_POOL" pagesize 2M || fail "map add" || return
 	fault0=$("$RPAGECTL" -j stat peer a | jq -c '.peers[0].fault')
 	rm -f /tmp/vm-b.qmp
 	vm_qemu "$VM_NODE" "$VM_SERIAL" unix:/tmp/vm-b.qmp -incoming defer
@@ -139,6 +150,10 @@ test_vm_move_b() {
 	echo "B's VM, with A's pool and QEMU gone:"
 	cat "$VM_SERIAL"
 	step "$RPAGECTL" map show vm
+	step "$RPAGECTL" stat map vm
+	pmd=$(vm_pmd_kb "$VM_QEMU_PID" "$VM_NODE")
+	huge=$("$RPAGECTL" -j stat map vm | jq -c '.maps[0].fault | {huge_faults, huge_prefetched, huge_fallbacks}')
+	echo "B's QEMU maps ${pmd} kB of its guest RAM with PMD entries; $huge"
 	$VM_QMP_TOOL /tmp/vm-b.qmp quit > /dev/null
 	wait "$VM_QEMU_PID"
 	step "$RPAGECTL" map del vm || fail "map del" || return
@@ -146,6 +161,11 @@ test_vm_move_b() {
 	expect_eq "$(vm_checksum)" "$checksum" "checksum on B (A's: $checksum)" || return
 	echo "$move" | grep -q 'source_state=postmigrate destination_state=running' ||
 		fail "states after the move" || return
+	# Every region read whole, by a fault or the pull: none fell back.
+	expect_eq "$(echo "$huge" | jq '.huge_faults + .huge_prefetched')" 32 \
+		"2 MiB regions read whole, of 32" || return
+	expect_eq "$(echo "$huge" | jq .huge_fallbacks)" 0 "4 KiB fallbacks" || return
 	echo "The VM verified its memory on B, $checksum as on A, with A's pool gone;" \
-		"$(echo "$move" | grep -o 'downtime_ms=[0-9]*'), faults $faults"
+		"$(echo "$move" | grep -o 'downtime_ms=[0-9]*'), faults $faults," \
+		"$pmd kB mapped by PMD"
 }
