@@ -86,6 +86,14 @@ COMPARISONS = [
     # ratios.
     ("read ioctl MiB/s, 64 scattered pages per call", "read_scatter64", "mib_per_s", "ib_read_bw", "mib_per_s", None, "higher"),
     ("read ioctl MiB/s, qd 1", "read_qd1", "mib_per_s", "ib_read_bw", "mib_per_s", None, "higher"),
+    # 2 MiB pages (pagesize 2M): the first touch of a region is one fault
+    # and one 2 MiB READ, held to a bare 2 MiB READ and to the same
+    # region touched 4 KiB at a time (512 faults of a 4 KiB mapping); a
+    # pull reads a region a READ, four in flight, held to bare 2 MiB
+    # READs four in flight (ib_read_bw -s 2097152 -o 4).
+    ("2 MiB region first touch p50", "huge_touch", "p50_ns", "ib_read_lat_2m", "p50_ns", None, "lower"),
+    ("2 MiB region first touch p50 / 512 4 KiB faults", "huge_touch", "p50_ns", "region_touch", "p50_ns", None, "lower"),
+    ("pull of a 2M mapping MiB/s, 2 MiB READs", "huge_pull_tput", "mib_per_s", "ib_read_bw_2m", "mib_per_s", 0.9, "higher"),
 ] + [
     ("faults MiB/s, 1 thread, random", "fault_t1_tput", "mib_per_s", "uffd_rdma_random_tput", "mib_per_s", None, "higher"),
     ("faults MiB/s, 1 thread, random", "fault_t1_tput", "mib_per_s", "uffd_tcp_random_tput", "mib_per_s", None, "higher"),

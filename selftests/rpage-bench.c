@@ -37,6 +37,15 @@
  *	page touched in order; prefetch_touch_tput ends at the last touch
  *	and adds the mapping's "faults" (with a READ of their own: 0 is
  *	expected) and "prefetch_hits".
+ *   region_touch, huge_touch: the 2 MiB regions of the mapping in a
+ *	random order, each timed as one sample: region_touch touches all
+ *	512 pages of a region in order on a 4 KiB mapping (512 faults),
+ *	huge_touch one word of it on a pagesize 2M one (RPAGE_MAP_HUGE:
+ *	one fault that reads the region whole, one READ).
+ *   huge_pull: a pagesize 2M mapping prefetched whole with
+ *	RPAGE_PREFETCH_WAIT (what `rpagectl map pull ... wait` does), the
+ *	time of that call: huge_pull_tput; then every region touched (no
+ *	fault may read).
  *
  * Standard output carries one JSON record per line, as the baseline
  * program prints them, so that both go in one table:
@@ -85,6 +94,8 @@
 #define READ_MIN_NS		NSEC_PER_SEC
 /* READs in flight for the prefetch of prefetch_touch. */
 #define PREFETCH_DEPTH		64
+/* A region of a pagesize 2M mapping (RPAGE_MAP_HUGE). */
+#define REGION			RPAGE_MAP_HUGE_SIZE
 
 /* The run: what the options asked for, and the peer's pool. */
 struct ctx {
@@ -107,6 +118,7 @@ struct bench {
 	bool shuffle;			/* touch: in a random order */
 	bool tput;			/* touch: a NAME_tput record too */
 	unsigned int depth;		/* pages in flight (READ, prefetch) */
+	bool huge;			/* region: a pagesize 2M mapping */
 };
 
 static uint64_t now_ns(void)
@@ -299,13 +311,15 @@ struct mapping {
  */
 static const struct mapping *live_mapping;
 
-static bool map_open(const struct ctx *c, struct mapping *m)
+/* @flags: RPAGE_MAP_*. */
+static bool map_open(const struct ctx *c, struct mapping *m, __u32 flags)
 {
 	void *addr;
 	int ret;
 
 	m->map = (struct rpage_map) {
 		.peer_id = c->peer_id, .pool_id = c->pool_id, .length = c->size,
+		.flags = flags,
 	};
 	ret = rpage_map(c->fd, &m->map, &addr);
 	if (ret < 0) {
@@ -538,7 +552,7 @@ static bool bench_touch(const struct ctx *c, const struct bench *b)
 	uint64_t wall;
 	bool ok = false;
 
-	if (!order || !ns || !map_open(c, &m))
+	if (!order || !ns || !map_open(c, &m, 0))
 		goto out;
 	ok = touch_run(c, b, &m, order, ns, &wall, &st);
 	ok = map_close(c, &m) && ok;
@@ -552,6 +566,104 @@ static bool bench_touch(const struct ctx *c, const struct bench *b)
 			 (unsigned long long)st.prefetch_hits);
 	if (b->tput)
 		tput_report(c, b->name, "_tput", c->size, wall, extra);
+out:
+	free(ns);
+	free(order);
+	return ok;
+}
+
+/* 2 MiB regions */
+
+/*
+ * The mapping's counters after a region benchmark: no SIGBUS, and every
+ * region read by one fault of its own (huge_touch), by 512 (region_touch)
+ * or by the pull (huge_pull, no fault reading). false (reported) if not.
+ */
+static bool region_stats_check(const struct ctx *c, const struct bench *b,
+			       const struct mapping *m, uint64_t regions)
+{
+	struct rpage_map_stats arg = { .map_id = m->map.map_id };
+	const struct rpage_fault_stats *st = &arg.stats;
+	uint64_t faults = b->depth ? 0 : b->huge ? regions : c->pages;
+	int ret = rpage_map_stats(c->fd, &arg);
+
+	if (ret < 0)
+		fail("%s: stats of mapping %llu: %s", b->name,
+		     (unsigned long long)arg.map_id, error_text(-ret));
+	else if (st->sigbus || st->faults != faults || st->huge_fallbacks ||
+		 (b->huge && st->huge_faults + st->huge_prefetched != regions))
+		fail("%s: %llu faults (%llu of 2 MiB), %llu regions prefetched, "
+		     "%llu fallbacks, %llu SIGBUS for %" PRIu64 " regions", b->name,
+		     (unsigned long long)st->faults,
+		     (unsigned long long)st->huge_faults,
+		     (unsigned long long)st->huge_prefetched,
+		     (unsigned long long)st->huge_fallbacks,
+		     (unsigned long long)st->sigbus, regions);
+	else
+		return true;
+	return false;
+}
+
+/*
+ * region_touch, huge_touch, huge_pull: see the top of the file. Every
+ * word a touch reads is checked, and one page in VERIFY_EVERY whole, off
+ * the clock.
+ */
+static bool bench_region(const struct ctx *c, const struct bench *b)
+{
+	uint64_t regions = c->size / REGION, per = REGION / page, wall = 0;
+	uint64_t *order = NULL, *ns = NULL;
+	struct mapping m;
+	bool ok = false;
+
+	if (!regions) {
+		fail("%s: --size %" PRIu64 " holds no 2 MiB region", b->name, c->size);
+		return false;
+	}
+	order = page_order(regions, true);
+	ns = mem_alloc(regions, sizeof(*ns));
+	if (!order || !ns || !map_open(c, &m, b->huge ? RPAGE_MAP_HUGE : 0))
+		goto out;
+	ok = !b->huge || !((uintptr_t)m.addr % REGION);
+	if (!ok)
+		fail("%s: the mapping is at %p, not 2 MiB aligned", b->name,
+		     (void *)m.addr);
+	if (ok && b->depth) {
+		struct rpage_prefetch pf = {
+			.map_id = m.map.map_id, .flags = RPAGE_PREFETCH_WAIT,
+			.depth = b->depth, .length = c->size,
+		};
+		uint64_t t0 = now_ns();
+		int ret = rpage_map_prefetch(c->fd, &pf);
+
+		wall = now_ns() - t0;
+		ok = ret >= 0 && !pf.failed;
+		if (!ok)
+			fail("%s: prefetch %" PRIu64 " bytes: %s, %llu pages failed",
+			     b->name, c->size, ret < 0 ? error_text(-ret) : "done",
+			     (unsigned long long)pf.failed);
+	}
+	for (uint64_t k = 0; ok && k < regions; k++) {
+		const unsigned char *r = m.addr + order[k] * REGION;
+		uint64_t t0 = now_ns(), word = 0;
+
+		for (uint64_t i = 0; i < (b->huge ? 1 : per); i++)
+			word = *(const volatile uint64_t *)(r + i * page);
+		ns[k] = now_ns() - t0;
+		if (le64toh(word) != rpage_pattern(c->pool_id, order[k] * REGION +
+						   (b->huge ? 0 : REGION - page), 0)) {
+			fail("%s: the word of region %" PRIu64 " was wrong", b->name,
+			     order[k]);
+			ok = false;
+		}
+	}
+	ok = ok && region_stats_check(c, b, &m, regions) &&
+	     mapping_check(c, b->name, &m);
+	ok = map_close(c, &m) && ok;
+	if (ok && b->depth)
+		tput_report(c, b->name, "_tput", regions * REGION, wall, "");
+	else if (ok)
+		ok = lat_report(c, b->name, ns, regions);
 out:
 	free(ns);
 	free(order);
@@ -700,6 +812,10 @@ static const struct bench benches[] = {
 	{ .name = "read_scatter64", .run = bench_read_scatter, .depth = 64 },
 	{ .name = "prefetch_touch", .run = bench_touch, .threads = 1, .tput = true,
 	  .depth = PREFETCH_DEPTH },
+	{ .name = "region_touch", .run = bench_region },
+	{ .name = "huge_touch", .run = bench_region, .huge = true },
+	{ .name = "huge_pull", .run = bench_region, .huge = true,
+	  .depth = RPAGE_PREFETCH_DEPTH_DEFAULT },
 };
 
 _Static_assert(ARRAY_LEN(benches) <= 64, "struct ctx.selected is 64 bits");

@@ -26,6 +26,12 @@ SIZE=16M
 LAT_ITERS=5000
 BW_ITERS=20000
 BW64K_ITERS=2000
+# And 2 MiB READs, as a pagesize 2M mapping's faults and pull issue
+# them: one at a time (a first touch), and four in flight (a pull reads
+# four regions a chunk).
+LAT2M_ITERS=200
+BW2M_ITERS=200
+BW2M_DEPTH=4
 # The rounds: how many, the bytes their fault and prefetch figures
 # touch, their perftest iterations.
 ROUNDS=5
@@ -34,6 +40,9 @@ ROUND_PREFETCH_SIZE=16M
 ROUND_LAT_ITERS=1000
 ROUND_BW_ITERS=4000
 ROUND_BW64K_ITERS=500
+ROUND_HUGE_SIZE=16M
+ROUND_LAT2M_ITERS=50
+ROUND_BW2M_ITERS=50
 PATTERN=$SELFTESTS/rpage_pattern
 UFFD=$SELFTESTS/rpage_uffd_baseline
 BENCH=$SELFTESTS/rpage-bench
@@ -72,15 +81,17 @@ perftest_client() {
 	fail "$*"
 }
 
-# ib_read_lat's summary line (usec) as a latency record; the sample
-# lines of -H (one per iteration, usec) as the samples file.
+# perftest_lat_record LOG [NAME SIZE]: ib_read_lat's summary line (usec)
+# as the latency record NAME (ib_read_lat, of 4096-byte READs); the
+# sample lines of -H (one per iteration, usec) as its samples file.
 perftest_lat_record() {
-	awk -v out="$OUT/samples/ib_read_lat.txt" '
+	awk -v out="$OUT/samples/${2:-ib_read_lat}.txt" -v name="${2:-ib_read_lat}" \
+		-v size="${3:-4096}" '
 		{ gsub(/,/, " ") }
 		/^ *[0-9]+ +[0-9.]+ *$/ && NF == 2 { printf "%d\n", $2 * 1000 > out; next }
-		$1 == 4096 && NF >= 9 {
-			printf "{\"bench\":\"ib_read_lat\",\"kind\":\"latency\",\"samples\":%d,\"min_ns\":%d,\"p50_ns\":%d,\"p90_ns\":null,\"p99_ns\":%d,\"p999_ns\":%d,\"max_ns\":%d}\n",
-				$2, $3 * 1000, $5 * 1000, $8 * 1000, $9 * 1000, $4 * 1000
+		$1 == size && NF >= 9 {
+			printf "{\"bench\":\"%s\",\"kind\":\"latency\",\"samples\":%d,\"min_ns\":%d,\"p50_ns\":%d,\"p90_ns\":null,\"p99_ns\":%d,\"p999_ns\":%d,\"max_ns\":%d}\n",
+				name, $2, $3 * 1000, $5 * 1000, $8 * 1000, $9 * 1000, $4 * 1000
 		}' "$1"
 }
 
@@ -110,12 +121,18 @@ serve_on_a() {
 	perftest_server lat ib_read_lat -s 4096 -R -F -n "$LAT_ITERS" || return
 	perftest_server bw ib_read_bw -s 4096 -R -F -n "$BW_ITERS" || return
 	perftest_server bw64k ib_read_bw -s 65536 -o 16 -R -F -n "$BW64K_ITERS" || return
+	perftest_server lat2m ib_read_lat -s 2097152 -R -F -n "$LAT2M_ITERS" || return
+	perftest_server bw2m ib_read_bw -s 2097152 -o "$BW2M_DEPTH" -R -F -n "$BW2M_ITERS" || return
 	local r
 	for r in $(seq "$ROUNDS"); do
 		perftest_server "lat$r" ib_read_lat -s 4096 -R -F -n "$ROUND_LAT_ITERS" || return
 		perftest_server "bw$r" ib_read_bw -s 4096 -R -F -n "$ROUND_BW_ITERS" || return
 		perftest_server "bw64k$r" ib_read_bw -s 65536 -o 16 -R -F \
 			-n "$ROUND_BW64K_ITERS" || return
+		perftest_server "lat2m$r" ib_read_lat -s 2097152 -R -F \
+			-n "$ROUND_LAT2M_ITERS" || return
+		perftest_server "bw2m$r" ib_read_bw -s 2097152 -o "$BW2M_DEPTH" -R -F \
+			-n "$ROUND_BW2M_ITERS" || return
 	done
 	barrier measured || return
 	# B reads over TCP next: A's peer b must be TCP's too.
@@ -139,6 +156,12 @@ measure_on_b() {
 	perftest_client bw64k "$OUT/ib_read_bw_64k.log" ib_read_bw -s 65536 -o 16 \
 		-R -F -n "$BW64K_ITERS" || return
 	perftest_bw_record "$OUT/ib_read_bw_64k.log" ib_read_bw_64k 65536 >> "$OUT/perftest.jsonl"
+	perftest_client lat2m "$OUT/ib_read_lat_2m.log" ib_read_lat -s 2097152 -R -F -H \
+		-n "$LAT2M_ITERS" || return
+	perftest_lat_record "$OUT/ib_read_lat_2m.log" ib_read_lat_2m 2097152 >> "$OUT/perftest.jsonl"
+	perftest_client bw2m "$OUT/ib_read_bw_2m.log" ib_read_bw -s 2097152 -o "$BW2M_DEPTH" \
+		-R -F -n "$BW2M_ITERS" || return
+	perftest_bw_record "$OUT/ib_read_bw_2m.log" ib_read_bw_2m 2097152 >> "$OUT/perftest.jsonl"
 	cat "$OUT/perftest.jsonl"
 
 	"$BENCH" "$PEER" 1 --size "$SIZE" --samples-dir "$OUT/samples" > "$OUT/rpage.jsonl" ||
@@ -244,17 +267,21 @@ loop_uffd() {
 		--handlers 4 >> "$1/uffd.jsonl" || fail "uffd baseline, local"
 }
 
-# round_rpage DIR R: round R's rpage figures: random faults, then a
-# prefetch of a whole mapping touched in order.
+# round_rpage DIR R: round R's rpage figures: random faults, a prefetch
+# of a whole mapping touched in order, then the 2 MiB regions (touched
+# 4 KiB at a time and whole, and pulled).
 round_rpage() {
 	"$BENCH" "$PEER" 1 --size "$ROUND_FAULT_SIZE" --only fault_random >> "$1/rpage.jsonl" &&
-		"$BENCH" "$PEER" 1 --size "$ROUND_PREFETCH_SIZE" --only prefetch_touch >> "$1/rpage.jsonl" ||
+		"$BENCH" "$PEER" 1 --size "$ROUND_PREFETCH_SIZE" --only prefetch_touch >> "$1/rpage.jsonl" &&
+		"$BENCH" "$PEER" 1 --size "$ROUND_HUGE_SIZE" --only region_touch,huge_touch,huge_pull \
+			>> "$1/rpage.jsonl" ||
 		fail "round $2: rpage-bench"
 }
 
 # round_baselines DIR R: round R's baselines: bare READs of one page
 # (latency, then throughput), bare 64 KiB READs 16 in flight (rpage's
-# prefetch READs) and the userfaultfd handler over RDMA.
+# prefetch READs), bare 2 MiB READs one at a time and BW2M_DEPTH in
+# flight (a 2 MiB region's), and the userfaultfd handler over RDMA.
 round_baselines() {
 	perftest_client "lat$2" "$1/ib_read_lat.log" ib_read_lat -s 4096 -R -F \
 		-n "$ROUND_LAT_ITERS" || return
@@ -265,6 +292,12 @@ round_baselines() {
 	perftest_client "bw64k$2" "$1/ib_read_bw_64k.log" ib_read_bw -s 65536 -o 16 \
 		-R -F -n "$ROUND_BW64K_ITERS" || return
 	perftest_bw_record "$1/ib_read_bw_64k.log" ib_read_bw_64k 65536 >> "$1/perftest.jsonl"
+	perftest_client "lat2m$2" "$1/ib_read_lat_2m.log" ib_read_lat -s 2097152 -R -F \
+		-n "$ROUND_LAT2M_ITERS" || return
+	perftest_lat_record "$1/ib_read_lat_2m.log" ib_read_lat_2m 2097152 >> "$1/perftest.jsonl"
+	perftest_client "bw2m$2" "$1/ib_read_bw_2m.log" ib_read_bw -s 2097152 -o "$BW2M_DEPTH" \
+		-R -F -n "$ROUND_BW2M_ITERS" || return
+	perftest_bw_record "$1/ib_read_bw_2m.log" ib_read_bw_2m 2097152 >> "$1/perftest.jsonl"
 	"$UFFD" fault --server "$RPAGE_PEER_IP" --transport rdma --size "$ROUND_FAULT_SIZE" \
 		--order random > "$1/uffd.jsonl" || fail "round $2: uffd baseline"
 }
