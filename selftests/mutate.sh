@@ -61,6 +61,9 @@ file-pool-always-intact|rpage-pool.c|s/->mapping) != mapping)$/->mapping) != map
 writeback-writes-nothing|rpage-fs.c|s/^\tret = rpage_xfer(\&x);$/\tret = 0;/|pool-single.sh:^map$|^loop_writes_survive
 inode-fake-hashed|rpage-fs.c|s/^\tinsert_inode_hash(inode);$/\tinode_fake_hash(inode);/|pool-single.sh:^map$
 writeback-redirties-for-good|rpage-fs.c|s/^\t\tif (ret \&\& !for_good)$/\t\tif (ret)/|named-single.sh:^named_pull_then
+rdma-sge-one-page|rpage-rdma-xfer.c|s/^\t\tmax_n = min(max_pages, folio_nr_pages(folio) - idx);$/\t\tmax_n = 1;/|named-single.sh:^named_huge_pages_are
+prefetch-huge-never|rpage-fault.c|s/^\t\tif (run->huge \&\& IS_ALIGNED(run->next, RPAGE_HUGE_NR)) {$/\t\tif (0) {/|named-single.sh:^named_huge_pull
+huge-fallback-no-cause|rpage-fault.c|s/^\trpage_fault_count(map, RPAGE_FC_HUGE_FB + cause, 1);$/\t;/|named-single.sh:^named_huge_pull
 rdma-interrupt-wakes-all|rpage-rdma-xfer.c|s/^\trpage_xfer_wake_one(\&conn->cq_wait);$/\twake_up_all(\&conn->cq_wait);/|pool-single.sh:^map$
 '
 
