@@ -67,7 +67,11 @@
 #include <linux/uaccess.h>
 #include <linux/vmalloc.h>
 
-/* Fewer pages per region than a device allows keeps messages small. */
+/*
+ * Fewer pages per region than a device allows keeps messages small. 512
+ * pages is a 2 MiB region: a 2 MiB-aligned READ of a pagesize 2M
+ * mapping's region is one work request under one key.
+ */
 #define RPAGE_MR_MAX_PAGES	512
 
 /**
@@ -285,6 +289,12 @@ static int rpage_pool_reg_map(struct rpage_pool *pool,
 			 ibdev->attrs.max_fast_reg_page_list_len);
 	if (!mr_pages)
 		return -EOPNOTSUPP;
+	/*
+	 * A power of two, so that regions line up with 2 MiB: a device of
+	 * 511 (mlx4) gets 256-page regions, and a 2 MiB READ is two work
+	 * requests, not three that straddle at random.
+	 */
+	mr_pages = rounddown_pow_of_two(mr_pages);
 	reg->mr_bytes = (u64)mr_pages << PAGE_SHIFT;
 	reg->nr_mrs = DIV_ROUND_UP(pool->nr_pages, mr_pages);
 	reg->mrs = kvcalloc(reg->nr_mrs, sizeof(*reg->mrs), GFP_KERNEL);
