@@ -17,6 +17,12 @@
 
 #define RPAGE_LISTEN_BACKLOG	128
 #define RPAGE_RELISTEN_DELAY	(2 * HZ)
+/*
+ * After a device came: how many times the endpoints that found none for
+ * their address try again, RPAGE_RELISTEN_DELAY apart (a device learns
+ * its addresses after the core announces it).
+ */
+#define RPAGE_RELISTEN_TRIES	5
 
 /**
  * struct rpage_listener - an endpoint: an address rpage.ko listens on
@@ -48,8 +54,12 @@ struct rpage_listener {
 };
 
 static LIST_HEAD(rpage_endpoints);
-/* Protects rpage_endpoints. */
+/* Protects rpage_endpoints and rpage_endpoints_tries. */
 static DEFINE_MUTEX(rpage_endpoints_lock);
+static void rpage_endpoints_relisten_fn(struct work_struct *work);
+/* Takes up a new device: see rpage_endpoints_device_added(). */
+static DECLARE_DELAYED_WORK(rpage_endpoints_relisten, rpage_endpoints_relisten_fn);
+static unsigned int rpage_endpoints_tries;
 
 /* Counts a connection refused for @reason (RPAGE_REJECT_*). */
 void rpage_endpoint_count_reject(struct rpage_endpoint_counters *c, u32 reason)
@@ -308,6 +318,33 @@ static bool rpage_endpoint_tcp_only_auto(const struct rpage_listener *ep)
 	       READ_ONCE(ep->state) != RPAGE_ENDPOINT_DOWN;
 }
 
+/*
+ * Under @ep's lock: a down endpoint listens again, and an automatic one
+ * that listens over TCP alone takes up RDMA, if a device serves its
+ * address now. Returns 0, or why it could not.
+ */
+static int rpage_endpoint_relisten(struct rpage_listener *ep)
+{
+	int ret = 0;
+
+	lockdep_assert_held(&ep->lock);
+	if (READ_ONCE(ep->state) == RPAGE_ENDPOINT_DOWN) {
+		rpage_endpoint_stop(ep);
+		ret = rpage_endpoint_listen(ep);
+		if (ret)
+			rpage_endpoint_set_down(ep);
+		else
+			pr_info("endpoint %pISpc: listening again\n", &ep->addr);
+	} else if (rpage_endpoint_tcp_only_auto(ep)) {
+		ret = rpage_endpoint_listen(ep);
+		/* A device that does not serve this address changes nothing. */
+		if (!ret)
+			pr_info("endpoint %pISpc: listening over RDMA and TCP\n",
+				&ep->addr);
+	}
+	return ret;
+}
+
 static void rpage_endpoint_relisten_work(struct work_struct *work)
 {
 	struct rpage_listener *ep = container_of(to_delayed_work(work),
@@ -315,18 +352,35 @@ static void rpage_endpoint_relisten_work(struct work_struct *work)
 						 relisten_work);
 
 	mutex_lock(&ep->lock);
-	if (READ_ONCE(ep->state) == RPAGE_ENDPOINT_DOWN) {
-		rpage_endpoint_stop(ep);
-		if (rpage_endpoint_listen(ep))
-			rpage_endpoint_set_down(ep);
-		else
-			pr_info("endpoint %pISpc: listening again\n", &ep->addr);
-	} else if (rpage_endpoint_tcp_only_auto(ep) && !rpage_endpoint_listen(ep)) {
-		/* A device that does not serve this address changes nothing. */
-		pr_info("endpoint %pISpc: listening over RDMA and TCP\n",
-			&ep->addr);
-	}
+	rpage_endpoint_relisten(ep);
 	mutex_unlock(&ep->lock);
+}
+
+/*
+ * The endpoints take up a device that came, one after another in the
+ * order they were added, as when they were added: where two would
+ * listen on one port of it (an endpoint on the loopback address binds
+ * to a device's port as well), the one added first gets it, the same
+ * one every time, and not whichever worker ran first. One that found no
+ * device for its address yet tries again a few times.
+ */
+static void rpage_endpoints_relisten_fn(struct work_struct *work)
+{
+	struct rpage_listener *ep;
+	bool again = false;
+
+	mutex_lock(&rpage_endpoints_lock);
+	list_for_each_entry(ep, &rpage_endpoints, entry) {
+		mutex_lock(&ep->lock);
+		if (rpage_endpoint_relisten(ep) == -ENODEV &&
+		    rpage_endpoint_tcp_only_auto(ep))
+			again = true;
+		mutex_unlock(&ep->lock);
+	}
+	if (again && rpage_endpoints_tries && --rpage_endpoints_tries)
+		mod_delayed_work(rpage_wq, &rpage_endpoints_relisten,
+				 RPAGE_RELISTEN_DELAY);
+	mutex_unlock(&rpage_endpoints_lock);
 }
 
 static bool rpage_endpoint_same(const struct rpage_listener *ep,
@@ -530,19 +584,16 @@ void rpage_endpoints_device_removed(struct rpage_ibdev *dev)
 	mutex_unlock(&rpage_endpoints_lock);
 }
 
-/* Listeners that lack RDMA try it now: the new device may serve them. */
+/*
+ * Listeners that lack RDMA try it: the new device may serve them. From a
+ * worker (rpage_endpoints_relisten_fn()): the device is being
+ * registered, and the rdma_cm may not know it yet.
+ */
 void rpage_endpoints_device_added(void)
 {
-	struct rpage_listener *ep;
-
 	mutex_lock(&rpage_endpoints_lock);
-	list_for_each_entry(ep, &rpage_endpoints, entry) {
-		mutex_lock(&ep->lock);
-		if (READ_ONCE(ep->state) == RPAGE_ENDPOINT_DOWN ||
-		    rpage_endpoint_tcp_only_auto(ep))
-			mod_delayed_work(rpage_wq, &ep->relisten_work, 0);
-		mutex_unlock(&ep->lock);
-	}
+	rpage_endpoints_tries = RPAGE_RELISTEN_TRIES;
+	mod_delayed_work(rpage_wq, &rpage_endpoints_relisten, 0);
 	mutex_unlock(&rpage_endpoints_lock);
 }
 
@@ -550,6 +601,11 @@ void rpage_endpoints_exit(void)
 {
 	struct rpage_listener *ep;
 
+	/*
+	 * A device that comes after this finds no endpoint: the walk does
+	 * nothing then and queues itself no more.
+	 */
+	cancel_delayed_work_sync(&rpage_endpoints_relisten);
 	for (;;) {
 		mutex_lock(&rpage_endpoints_lock);
 		ep = list_first_entry_or_null(&rpage_endpoints,

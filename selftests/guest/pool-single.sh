@@ -381,6 +381,22 @@ test_tcp_without_an_rdma_device() {
 		fail "endpoint $TCP_LATE_ADDR did not take up RDMA when rxe0 came"
 		return
 	}
+	# The endpoints take up the device in the order they were added, as
+	# when they were added: $SELF's listens over RDMA again, and the
+	# loopback one (which binds to a device's port too, the same port)
+	# stays on TCP, as it began; not whichever worker ran first (on the
+	# debug kernel the loopback one once won, and $SELF's and
+	# $TCP_LATE_ADDR's stayed without RDMA).
+	wait_until 30 endpoint_transport_is "$SELF" rdma,tcp || {
+		"$RPAGECTL" endpoint show
+		fail "endpoint $SELF, added first, did not listen over RDMA again"
+		return
+	}
+	endpoint_transport_is "$TCP_ADDR" tcp > /dev/null || {
+		"$RPAGECTL" endpoint show
+		fail "endpoint $TCP_ADDR, added after $SELF, took rxe0's port from it"
+		return
+	}
 	"$RPAGECTL" endpoint show
 	"$RPAGECTL" endpoint del "$TCP_LATE_ADDR" || fail "endpoint del $TCP_LATE_ADDR" || return
 	ip addr del "$TCP_LATE_ADDR/24" dev eth0
