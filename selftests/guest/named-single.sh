@@ -629,7 +629,7 @@ test_named_huge_pages() {
 # tail past the last whole region. Every byte the pool's.
 test_named_huge_pull() {
 	local pool=17 node=/dev/rpage-map/hpull pages=$(((9 << 20) / 4096))
-	"$RPAGECTL" pool create $pool size 9M || return
+	"$RPAGECTL" pool create $pool size 9M writable || return
 	wait_until 30 remote_pool_listed self $pool || fail "pool not announced" || return
 	"$NAMED_PATTERN" fill self $pool 9M || fail "filling the pool" || return
 	"$RPAGECTL" map add hpull peer self pool $pool pagesize 2M || fail "map add pagesize 2M" || return
@@ -679,7 +679,7 @@ test_named_huge_pull() {
 # kernel's proactive compaction is off meanwhile, so that the holes stay.
 test_named_huge_fragmented() {
 	local pool=18 node=/dev/rpage-map/hfrag pro rc=0 st
-	"$RPAGECTL" pool create $pool size 16M || return
+	"$RPAGECTL" pool create $pool size 16M writable || return
 	wait_until 30 remote_pool_listed self $pool || fail "pool not announced" || return
 	"$NAMED_PATTERN" fill self $pool 16M || fail "filling the pool" || return
 	"$RPAGECTL" map add hfrag peer self pool $pool pagesize 2M || fail "map add pagesize 2M" || return
