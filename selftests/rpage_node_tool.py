@@ -228,15 +228,19 @@ def free_huge_blocks():
 
 
 def cmd_fragment(ready, go):
-    step, page = 4 << 20, 4096
+    step, page = 2 << 20, 4096
     size = meminfo_kb("MemTotal") << 10
     # MAP_NORESERVE: the area is as large as memory; only what is
     # touched is taken.
     m = mmap.mmap(-1, size, mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS | 0x4000)
     m.madvise(mmap.MADV_NOHUGEPAGE)
+    # Down to the free 2 MiB blocks the allocator keeps for itself, not
+    # further: above twice the minimum watermark and 8 MiB.
+    with open("/proc/sys/vm/min_free_kbytes") as f:
+        floor_kb = 2 * int(f.read()) + (8 << 10)
     before, taken = free_huge_blocks(), 0
     while taken + step <= size and free_huge_blocks() > 0 and \
-            meminfo_kb("MemAvailable") > (96 << 10):
+            meminfo_kb("MemFree") > floor_kb:
         for off in range(taken, taken + step, page):
             m[off] = 1
         taken += step
