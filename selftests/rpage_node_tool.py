@@ -47,10 +47,12 @@
                                host's gets: take anonymous 4 KiB pages
                                (MADV_NOHUGEPAGE) until no zone but DMA has
                                a free block of 2 MiB or more
-                               (/proc/buddyinfo), then give every other
-                               page back, so that what is free is holes of
-                               4 KiB; write what it did to READY, hold the
-                               rest until GO exists
+                               (/proc/buddyinfo) or memory is low, give
+                               every other page back, so that what is free
+                               is holes of 4 KiB, then take the 2 MiB
+                               blocks left with transparent huge pages
+                               (defrag never meanwhile); write what it did
+                               to READY, hold the rest until GO exists
   qtest SOCKET ADDR LENGTH     read guest-physical memory through QEMU's
                                qtest socket; raw bytes on standard output
   qtest-pages SOCKET POOL SIZE COUNT
@@ -228,29 +230,49 @@ def free_huge_blocks():
 
 
 def cmd_fragment(ready, go):
-    step, page = 2 << 20, 4096
+    step, page, huge = 2 << 20, 4096, 2 << 20
     size = meminfo_kb("MemTotal") << 10
-    # MAP_NORESERVE: the area is as large as memory; only what is
+    # MAP_NORESERVE: the areas are as large as memory; only what is
     # touched is taken.
-    m = mmap.mmap(-1, size, mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS | 0x4000)
-    m.madvise(mmap.MADV_NOHUGEPAGE)
-    # Down to the free 2 MiB blocks the allocator keeps for itself, not
-    # further: above twice the minimum watermark and 8 MiB.
+    flags = mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS | 0x4000
+    small = mmap.mmap(-1, size, flags)
+    small.madvise(mmap.MADV_NOHUGEPAGE)
+    # 4 KiB pages down to twice the minimum watermark and 8 MiB free.
     with open("/proc/sys/vm/min_free_kbytes") as f:
         floor_kb = 2 * int(f.read()) + (8 << 10)
     before, taken = free_huge_blocks(), 0
     while taken + step <= size and free_huge_blocks() > 0 and \
             meminfo_kb("MemFree") > floor_kb:
         for off in range(taken, taken + step, page):
-            m[off] = 1
+            small[off] = 1
         taken += step
     # Holes of one page each: no two free pages of the area side by side.
     for off in range(0, taken, 2 * page):
-        m.madvise(mmap.MADV_DONTNEED, off, page)
+        small.madvise(mmap.MADV_DONTNEED, off, page)
+    # The 2 MiB blocks still free (under the floor): taken whole by
+    # transparent huge pages, allocated without compaction (defrag
+    # never), which would make blocks of the holes again.
+    defrag = "/sys/kernel/mm/transparent_hugepage/defrag"
+    with open(defrag) as f:
+        old = f.read().split("[")[1].split("]")[0]
+    with open(defrag, "w") as f:
+        f.write("never")
+    # Room to align the area to 2 MiB.
+    big = mmap.mmap(-1, size + huge, flags)
+    big.madvise(mmap.MADV_HUGEPAGE)
+    base = -ctypes.addressof(ctypes.c_char.from_buffer(big)) % huge
+    held = 0
+    try:
+        while base + held + huge <= size and free_huge_blocks() > 0:
+            big[base + held] = 1
+            held += huge
+    finally:
+        with open(defrag, "w") as f:
+            f.write(old)
     with open(ready + ".tmp", "w") as f:
-        print(f"took {taken >> 20} MiB, gave back every other page;"
-              f" free 2 MiB blocks {before} before, {free_huge_blocks()} after",
-              file=f)
+        print(f"took {taken >> 20} MiB in 4 KiB pages, gave back every other"
+              f" page, then {held >> 20} MiB in 2 MiB pages; free 2 MiB blocks"
+              f" {before} before, {free_huge_blocks()} after", file=f)
     os.rename(ready + ".tmp", ready)
     while not os.path.exists(go):
         time.sleep(0.1)
