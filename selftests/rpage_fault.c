@@ -29,7 +29,7 @@
  * slices (seq), checking each whole page against the pattern of seed S
  * (0), or not at all with --no-check; --readahead maps with
  * RPAGE_MAP_READAHEAD, --huge with RPAGE_MAP_HUGE (2 MiB pages; the
- * result line adds huge_faults and huge_fallbacks). With --expect-faults,
+ * result line ends with huge_faults and huge_fallbacks). With --expect-faults,
  * the mapping's faults and the peer's READs must both be N. Each thread
  * sleeps P ms (0) after each page, to stretch the sweep over a longer
  * disruption. With --ready, --go and --after (all three or none), once
@@ -659,7 +659,9 @@ struct outcome {
 
 /*
  * Reads the mapping's counters and the peer's READs into @out and prints
- * the result line, @extra at its end; false (reported) on failure.
+ * the result line, @extra after the common fields (and, for a 2 MiB
+ * mapping, its 2 MiB faults and fallbacks last); false (reported) on
+ * failure.
  */
 static bool report(const struct mapping *m, struct outcome *out,
 		   const char *extra)
@@ -673,7 +675,7 @@ static bool report(const struct mapping *m, struct outcome *out,
 	rpage_hist_percentile(out->st.latency, RPAGE_HIST_BUCKETS, 99, &p99);
 	printf("pages=%" PRIu64 " faults=%llu minor=%llu waits=%llu prefetch_hits=%llu"
 	       " refetched=%llu sigbus=%llu reads=%" PRIu64 " mismatches=%" PRIu64
-	       " p50_ns=%llu p99_ns=%llu%s\n", m->pages,
+	       " p50_ns=%llu p99_ns=%llu%s", m->pages,
 	       (unsigned long long)out->st.faults,
 	       (unsigned long long)out->st.minor_faults,
 	       (unsigned long long)out->st.waits,
@@ -682,6 +684,11 @@ static bool report(const struct mapping *m, struct outcome *out,
 	       (unsigned long long)out->st.sigbus, out->reads,
 	       out->tally.mismatches, (unsigned long long)p50,
 	       (unsigned long long)p99, extra);
+	if (m->map.flags & RPAGE_MAP_HUGE)
+		printf(" huge_faults=%llu huge_fallbacks=%llu",
+		       (unsigned long long)out->st.huge_faults,
+		       (unsigned long long)out->st.huge_fallbacks);
+	putchar('\n');
 	fflush(stdout);
 	return true;
 }
@@ -703,7 +710,7 @@ static int cmd_touch(int argc, char **argv)
 	struct gate gate;
 	struct mapping m;
 	struct args a;
-	char extra[112];
+	char extra[48];
 	unsigned int gated;
 	uint64_t *order;
 
@@ -764,15 +771,7 @@ static int cmd_touch(int argc, char **argv)
 		fail("msync of %" PRIu64 " bytes: %s", m.length, strerror(errno));
 		return 1;
 	}
-	/* The huge counters, read now: report() reads the rest the same way. */
-	if ((a.given & OPT_HUGE) && !mapping_stats(&m, &out.st))
-		return 1;
 	snprintf(extra, sizeof(extra), " max_touch_ms=%" PRIu64, sweep.max_touch_ms);
-	if (a.given & OPT_HUGE)
-		snprintf(extra + strlen(extra), sizeof(extra) - strlen(extra),
-			 " huge_faults=%llu huge_fallbacks=%llu",
-			 (unsigned long long)out.st.huge_faults,
-			 (unsigned long long)out.st.huge_fallbacks);
 	if (!report(&m, &out, extra) || !mapping_close(&m) ||
 	    !tally_clean(&m, &out.tally))
 		return 1;
