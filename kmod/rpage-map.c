@@ -171,9 +171,15 @@ struct rpage_mapping *rpage_map_get_range(const struct rpage_file *rfile,
 int rpage_map_check(const struct rpage_map *arg)
 {
 	if (arg->flags & ~RPAGE_MAP_FLAGS_ALL ||
-	    memchr_inv(arg->reserved, 0, sizeof(arg->reserved)) ||
-	    !rpage_page_range_valid(arg->offset, arg->length))
+	    memchr_inv(arg->reserved, 0, sizeof(arg->reserved)))
 		return -EINVAL;
+	/* To the end: the length is the pool's, known once it is bound. */
+	if (arg->flags & RPAGE_MAP_TO_END) {
+		if (arg->length || !PAGE_ALIGNED(arg->offset))
+			return -EINVAL;
+	} else if (!rpage_page_range_valid(arg->offset, arg->length)) {
+		return -EINVAL;
+	}
 	if (arg->length > RPAGE_MAP_MAX_BYTES)
 		return -E2BIG;
 	if (arg->flags & RPAGE_MAP_HUGE) {
@@ -190,9 +196,10 @@ int rpage_map_check(const struct rpage_map *arg)
 /*
  * A new mapping of @arg (checked) with one reference, not yet in the
  * table, bound to the pool as the peer announces it now; or an
- * ERR_PTR().
+ * ERR_PTR(). With RPAGE_MAP_TO_END, @arg->length becomes the length
+ * bound.
  */
-struct rpage_mapping *rpage_map_new(const struct rpage_map *arg)
+struct rpage_mapping *rpage_map_new(struct rpage_map *arg)
 {
 	struct rpage_mapping *map;
 	struct rpage_rpool *rpool;
@@ -214,8 +221,8 @@ struct rpage_mapping *rpage_map_new(const struct rpage_map *arg)
 	spin_lock_init(&map->ra_lock);
 	map->pool_id = arg->pool_id;
 	map->pool_offset = arg->offset;
-	map->nr_pages = arg->length >> PAGE_SHIFT;
-	map->flags = arg->flags;
+	/* What the mapping is; RPAGE_MAP_TO_END only said how to make it. */
+	map->flags = arg->flags & ~RPAGE_MAP_TO_END;
 	ret = rpage_fault_counters_init(&map->counters);
 	if (ret)
 		goto err;
@@ -235,11 +242,19 @@ struct rpage_mapping *rpage_map_new(const struct rpage_map *arg)
 		ret = PTR_ERR(rpool);
 		goto err;
 	}
+	if (arg->flags & RPAGE_MAP_TO_END)
+		arg->length = rpool->length - arg->offset;
 	map->pool_generation = rpool->generation;
 	map->node_id = READ_ONCE(peer->remote_node_id);
 	/* A writable pool's dirty pages are written back to it. */
 	writable = rpool->flags & RPAGE_POOL_WRITABLE;
 	rpage_rpool_put(rpool);
+	/* A pool's length is checked when it is announced, but not to this. */
+	if (arg->length > RPAGE_MAP_MAX_BYTES || !PAGE_ALIGNED(arg->length)) {
+		ret = arg->length > RPAGE_MAP_MAX_BYTES ? -E2BIG : -EINVAL;
+		goto err;
+	}
+	map->nr_pages = arg->length >> PAGE_SHIFT;
 	map->inode = rpage_fs_inode_new(map, writable);
 	if (IS_ERR(map->inode)) {
 		ret = PTR_ERR(map->inode);

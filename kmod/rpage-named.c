@@ -275,7 +275,7 @@ long rpage_ioctl_map_add(struct rpage_file *rfile, void __user *argp)
 	peer = rpage_map_peer_get(n->map);
 	pr_info("map %s: peer %s pool %llu, %llu bytes at %llu, node /dev/%s/%s\n",
 		arg.name, peer ? peer->name : "(deleted)", arg.pool_id,
-		arg.length, arg.offset, RPAGE_MAP_NODE_DIR, arg.name);
+		m.length, arg.offset, RPAGE_MAP_NODE_DIR, arg.name);
 	if (peer)
 		rpage_peer_put(peer);
 	/*
@@ -283,8 +283,11 @@ long rpage_ioctl_map_add(struct rpage_file *rfile, void __user *argp)
 	 * touched after the unlock.
 	 */
 	mutex_unlock(&rpage_named_lock);
-	/* Made; a caller that cannot read the id finds it in the list. */
-	return put_user(arg.map_id, &uarg->map_id) ? -EFAULT : 0;
+	/* Made; a caller that cannot read these finds them in the list. */
+	if (put_user(arg.map_id, &uarg->map_id) ||
+	    put_user(m.length, &uarg->length))
+		return -EFAULT;
+	return 0;
 
 err_table:
 	rpage_map_remove(n->map);

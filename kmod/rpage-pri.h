@@ -1038,7 +1038,7 @@ long rpage_ioctl_map_stats(struct rpage_file *rfile, void __user *argp);
 long rpage_ioctl_map_huge_stats(struct rpage_file *rfile, void __user *argp);
 struct rpage_mapping *rpage_map_get(const struct rpage_file *rfile, u64 id,
 				    bool named);
-struct rpage_mapping *rpage_map_new(const struct rpage_map *arg);
+struct rpage_mapping *rpage_map_new(struct rpage_map *arg);
 int rpage_map_insert(struct rpage_mapping *map);
 void rpage_map_remove(struct rpage_mapping *map);
 void rpage_map_kill(struct rpage_mapping *map);

@@ -426,6 +426,66 @@ TEST_F_TIMEOUT(map, map_rejects_bad_arguments, 120)
 	EXPECT_NE(0, m.map_id);
 }
 
+/*
+ * RPAGE_MAP_TO_END: the mapping runs to the pool's end, its length
+ * written back, through RPAGE_IOC_MAP and RPAGE_IOC_MAP_ADD alike; the
+ * flag is not the mapping's (map info shows what it is); a length with
+ * it, an offset not in the pool, an unknown pool are refused.
+ */
+TEST_F_TIMEOUT(map, map_to_end_takes_the_pools_length, 120)
+{
+	struct rpage_map m;
+	struct rpage_map_add add;
+	struct rpage_map_del del = { 0 };
+	struct rpage_map_info *infos = NULL;
+	unsigned char *addr;
+	bool seen = false;
+	int n;
+
+	NEED_PEER();
+	make_pool(_metadata, self, POOL_A, 16, RPAGE_POOL_WRITABLE);
+	addr = map_area(_metadata, self, self->fd, POOL_A, 4 * page, 0,
+			RPAGE_MAP_TO_END, &m);
+	EXPECT_EQ(12 * page, m.length);
+	EXPECT_EQ(UINT64_MAX, check_pages(addr, POOL_A, 4 * page, 0, 12, SEED));
+	EXPECT_EQ(0, rpage_unmap(self->fd, &m, addr));
+
+	m = (struct rpage_map) { .peer_id = self->peer_id, .pool_id = POOL_A,
+				 .flags = RPAGE_MAP_TO_END, .length = page };
+	EXPECT_EQ(-EINVAL, rpage_map_create(self->fd, &m));
+	m.length = 0;
+	m.offset = 1;
+	EXPECT_EQ(-EINVAL, rpage_map_create(self->fd, &m));
+	m.offset = 16 * page;
+	EXPECT_EQ(-ERANGE, rpage_map_create(self->fd, &m));
+	m.offset = 0;
+	m.pool_id = POOL_NONE;
+	EXPECT_EQ(-ENOENT, rpage_map_create(self->fd, &m));
+
+	add = (struct rpage_map_add) { .peer_id = self->peer_id,
+				       .flags = RPAGE_MAP_TO_END,
+				       .pool_id = POOL_A, .offset = 15 * page,
+				       .mode = 0600 };
+	strcpy(add.name, "t-to-end");
+	strcpy(del.name, "t-to-end");
+	rpage_map_del(self->fd, &del);
+	ASSERT_EQ(0, rpage_map_add(self->fd, &add));
+	EXPECT_EQ(page, add.length);
+	EXPECT_NE(0, add.map_id);
+	n = rpage_list_all(self->fd, rpage_map_list, sizeof(*infos),
+			   (void **)&infos);
+	for (int i = 0; i < n; i++) {
+		if (strcmp(infos[i].name, "t-to-end"))
+			continue;
+		seen = true;
+		EXPECT_EQ(page, infos[i].length);
+		EXPECT_EQ(0, infos[i].flags);
+	}
+	EXPECT_TRUE(seen);
+	free(infos);
+	EXPECT_EQ(0, rpage_map_del(self->fd, &del));
+}
+
 TEST_F_TIMEOUT(map, mmap_refusals, 120)
 {
 	struct rpage_map m, m_other;

@@ -213,6 +213,7 @@ static int map_add(int argc, char **argv)
 	const char *what = "map add";
 	struct map_add_args a = { .add.mode = 0600 };
 	char subject[RPAGE_NAME_MAX + 16];
+	struct rpage_api api;
 	uint64_t pool_length;
 	int fd, ret;
 
@@ -226,7 +227,7 @@ static int map_add(int argc, char **argv)
 	if (ret)
 		return ret;
 
-	fd = open_device(NULL);
+	fd = open_device(&api);
 	if (fd < 0)
 		return 1;
 	ret = find_peer_id(fd, a.peer, &a.add.peer_id);
@@ -235,7 +236,15 @@ static int map_add(int argc, char **argv)
 		return fail_cmd(what, argv[0], -ret,
 				ret == -ENOENT ? "no such peer" : NULL);
 	}
-	if (!a.length_text) {
+	/*
+	 * To the pool's end: the kernel looks the length up once the peer
+	 * is connected (a peer added a moment ago, as in a configuration
+	 * applied at boot, has announced nothing yet). An older module
+	 * needs it from the pools announced now.
+	 */
+	if (!a.length_text && (api.features & RPAGE_FEATURE_MAP_TO_END)) {
+		a.add.flags |= RPAGE_MAP_TO_END;
+	} else if (!a.length_text) {
 		pool_length = remote_pool_length(fd, a.peer, a.add.pool_id);
 		if (!pool_length) {
 			close(fd);

@@ -837,6 +837,40 @@ test_named_pull_then_peer_deleted() {
 	"$RPAGECTL" pool destroy "$NAMED_POOL"
 }
 
+# A configuration applied at boot adds a peer and maps its pool in the
+# next line, before the peer has connected and announced anything:
+# `map add` without a length waits for the peer, as with one, and maps
+# to the pool's end (the length it looked up first was unknown then, and
+# the mapping failed with "does not announce"). Here the peer cannot
+# connect until its endpoint comes back, 2 s after the map add began;
+# the mapping is the pool's last 2 MiB of 3, every byte the pool's.
+test_named_map_add_before_the_peer_connects() {
+	local pid rc early="" pool=18
+	"$RPAGECTL" pool create $pool size 3M writable || return
+	wait_until 30 remote_pool_listed self $pool || fail "pool not announced" || return
+	"$NAMED_PATTERN" fill self $pool 3M || fail "filling the pool" || return
+	"$RPAGECTL" read self $pool 1M 2M file /tmp/early.want || fail "read of the pool" || return
+	"$RPAGECTL" peer del self && "$RPAGECTL" endpoint del "$RPAGE_IP" || return
+	"$RPAGECTL" peer add self addr "$RPAGE_IP" || return
+	"$RPAGECTL" map add early peer self pool $pool offset 1M > /tmp/early.out 2>&1 &
+	pid=$!
+	sleep 2
+	peer_is self connected && early="self connected without its endpoint"
+	kill -0 "$pid" 2> /dev/null ||
+		early="map add gave up before the peer connected: $(cat /tmp/early.out)"
+	"$RPAGECTL" endpoint add "$RPAGE_IP" || return
+	wait "$pid"
+	rc=$?
+	cat /tmp/early.out
+	[ -z "$early" ] || fail "$early" || return
+	expect_eq "$rc" 0 "exit status of the map add" || return
+	wait_until 10 test -c /dev/rpage-map/early || fail "no /dev/rpage-map/early" || return
+	expect_eq "$(named_field early length)" $((2 << 20)) "the mapping's length" || return
+	$NODE_TOOL dump /dev/rpage-map/early 0 $((2 << 20)) | cmp - /tmp/early.want ||
+		fail "the mapping's bytes are not the pool's" || return
+	"$RPAGECTL" map del early && "$RPAGECTL" pool destroy $pool
+}
+
 # named_hold PATH HOW: a process holding PATH, as coprocess NAMED_HOLD:
 # HOW is "open" (open read-only), or "mapped" (a page of it mapped
 # shared and read, the file closed). It says "held" once it does.
@@ -920,6 +954,7 @@ run_test named_huge_pull_keeps_huge_pages test_named_huge_pull
 run_test named_huge_fragmented_falls_back test_named_huge_fragmented
 run_test named_pull_then_pool_destroyed_reads_right test_named_pull_then_pool_destroyed
 run_test named_pull_then_peer_deleted_lets_it_go test_named_pull_then_peer_deleted
+run_test named_map_add_before_the_peer_connects test_named_map_add_before_the_peer_connects
 run_test named_unload_refused_while_in_use test_named_unload_refused_while_in_use
 run_test named_unload_with_a_mapping test_named_unload_with_a_mapping
 tap_end

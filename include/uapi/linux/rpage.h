@@ -64,6 +64,10 @@
  * and fsync(2), after which reclaim may drop them; counted in struct
  * rpage_fault_stats.written. Without the bit, only eviction writes them
  * back.
+ *
+ * RPAGE_FEATURE_MAP_TO_END: RPAGE_MAP_TO_END, a mapping to the end of
+ * the pool, whatever its length; a module without the bit refuses the
+ * flag with EINVAL.
  */
 #define RPAGE_FEATURE_PEER_REFUSALS	(1ULL << 0)
 #define RPAGE_FEATURE_TRANSPORT		(1ULL << 1)
@@ -73,6 +77,7 @@
 #define RPAGE_FEATURE_RECLAIM		(1ULL << 5)
 #define RPAGE_FEATURE_WRITEBACK		(1ULL << 6)
 #define RPAGE_FEATURE_HUGE		(1ULL << 7)
+#define RPAGE_FEATURE_MAP_TO_END	(1ULL << 8)
 #define RPAGE_FEATURES_ALL	(RPAGE_FEATURE_PEER_REFUSALS | \
 				 RPAGE_FEATURE_TRANSPORT | \
 				 RPAGE_FEATURE_TCP | \
@@ -80,7 +85,8 @@
 				 RPAGE_FEATURE_FAULT_LOCKS | \
 				 RPAGE_FEATURE_RECLAIM | \
 				 RPAGE_FEATURE_WRITEBACK | \
-				 RPAGE_FEATURE_HUGE)
+				 RPAGE_FEATURE_HUGE | \
+				 RPAGE_FEATURE_MAP_TO_END)
 
 /* Bounds of names and of strings the kernel reports. */
 #define RPAGE_NAME_MAX		64
@@ -733,7 +739,17 @@ struct rpage_device_stats {
  * kernel without transparent huge pages.
  */
 #define RPAGE_MAP_HUGE		(1U << 1)
-#define RPAGE_MAP_FLAGS_ALL	(RPAGE_MAP_READAHEAD | RPAGE_MAP_HUGE)
+/*
+ * RPAGE_FEATURE_MAP_TO_END: the mapping runs from its offset to the end
+ * of the pool, as the peer announces it when the call binds the mapping
+ * (after waiting for a peer that is connecting, as every mapping call
+ * does); the length must be zero in, and is the mapping's length out. A
+ * configuration applied at boot names pools of peers that have not
+ * connected yet, whose lengths it cannot look up first.
+ */
+#define RPAGE_MAP_TO_END	(1U << 2)
+#define RPAGE_MAP_FLAGS_ALL	(RPAGE_MAP_READAHEAD | RPAGE_MAP_HUGE | \
+				 RPAGE_MAP_TO_END)
 #define RPAGE_MAP_HUGE_SIZE	(2ULL << 20)
 
 /* Most bytes one remote mapping covers: 2^32 pages. */
@@ -746,7 +762,8 @@ struct rpage_device_stats {
  * @pool_id: in: the peer's pool; it must be known (announced) now.
  * @offset: in: byte offset in the pool, a multiple of the page size.
  * @length: in: bytes, a non-zero multiple of the page size, within the
- *	pool, at most RPAGE_MAP_MAX_BYTES (E2BIG).
+ *	pool, at most RPAGE_MAP_MAX_BYTES (E2BIG); zero with
+ *	RPAGE_MAP_TO_END. out: the mapping's length.
  * @map_id: out: the mapping's id, never 0.
  * @mmap_offset: out: the offset to pass to mmap(2) on the same file,
  *	with MAP_SHARED and a length of at most @length (a part of the
@@ -1128,7 +1145,8 @@ struct rpage_peer_status {
  * @pool_id: in: the peer's pool, which must be announced now.
  * @offset: in: byte offset in the pool, a multiple of the page size.
  * @length: in: bytes, a non-zero multiple of the page size, within the
- *	pool, at most RPAGE_MAP_MAX_BYTES; the size lseek(2) reports.
+ *	pool, at most RPAGE_MAP_MAX_BYTES; the size lseek(2) reports. Zero
+ *	with RPAGE_MAP_TO_END; out: the mapping's length.
  * @uid: in: owner of the device node.
  * @gid: in: group of the device node.
  * @mode: in: permission bits of the device node, at most 0777.
