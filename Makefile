@@ -42,6 +42,8 @@ MANDIR ?= $(PREFIX)/share/man
 # udev look for a package's, whatever the PREFIX (pkg-config systemd
 # --variable=systemdsystemunitdir, and udev's, say so there).
 BASHCOMPDIR ?= $(PREFIX)/share/bash-completion/completions
+# The bpftrace scripts, as bpftrace's own tools are kept.
+BPFTRACEDIR ?= $(PREFIX)/share/rpage/bpftrace
 SYSTEMDUNITDIR ?= /lib/systemd/system
 UDEVRULESDIR ?= /lib/udev/rules.d
 # The UAPI header is installed as <linux/rpage.h> under a directory of
@@ -222,7 +224,7 @@ install: user
 	install -d $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(UAPI_INCLUDEDIR)/linux \
 		$(DESTDIR)$(SBINDIR) $(DESTDIR)$(MANDIR)/man3 $(DESTDIR)$(MANDIR)/man8 \
 		$(DESTDIR)$(SYSTEMDUNITDIR) $(DESTDIR)$(UDEVRULESDIR) \
-		$(DESTDIR)$(BASHCOMPDIR)
+		$(DESTDIR)$(BASHCOMPDIR) $(DESTDIR)$(BPFTRACEDIR)
 	install -m 0755 $(LIB_SO) $(DESTDIR)$(LIBDIR)/
 	ln -sf $(notdir $(LIB_SO)) $(DESTDIR)$(LIBDIR)/$(LIB_SONAME)
 	ln -sf $(LIB_SONAME) $(DESTDIR)$(LIBDIR)/librpage.so
@@ -247,6 +249,7 @@ install: user
 	chmod 0644 $(DESTDIR)$(SYSTEMDUNITDIR)/rpage.service
 	install -m 0644 systemd/90-rpage.rules $(DESTDIR)$(UDEVRULESDIR)/
 	install -m 0644 ulib/bash-completion/rpagectl $(DESTDIR)$(BASHCOMPDIR)/
+	install -m 0755 ulib/bpftrace/*.bt $(DESTDIR)$(BPFTRACEDIR)/
 
 # What DKMS needs to build rpage.ko on the host that loads it, in the
 # directory DKMS looks in, whatever the PREFIX: dkms.conf, the Kbuild

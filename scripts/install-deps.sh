@@ -4,7 +4,7 @@
 # Install every Debian 12 package that building rpage, its tests, the
 # demo, the benchmarks and its Debian packages (make deb) need; libvirt
 # for the check of the admin guide's libvirt domain (its daemons are not
-# started by the checks).
+# started by the checks); bpftrace for the tests of the bpftrace scripts.
 # Idempotent; run as root.
 set -eu
 
@@ -16,7 +16,7 @@ linux-source-6.1 linux-source-6.12 xz-utils
 qemu-system-x86 busybox-static cpio kmod iproute2
 rdma-core ibverbs-utils rdmacm-utils perftest
 libibverbs-dev librdmacm-dev
-sparse gnuplot-nox jq
+sparse gnuplot-nox jq bpftrace
 dpkg-dev debhelper dh-dkms lintian systemd man-db bash-completion
 libvirt-clients libvirt-daemon-driver-qemu libvirt-daemon-system
 python3-prometheus-client python3-sphinx graphviz

@@ -232,6 +232,73 @@ test_adjacent_ranges_share_a_read() {
 	expect_eq "$(trace_count rpage_io_done)" 4 "io_done events"
 }
 
+# The bpftrace scripts rpage-utils ships (ulib/bpftrace/) see what they
+# say. The latency one, around 64 faults of one mapping: every fault of
+# it counted by how it ended (those that read their page, fetched or
+# retried after dropping mmap_lock, are 64), and the histogram of the
+# fetched ones holds each of them.
+BT_DIR=$RPAGE_REPO/ulib/bpftrace
+bt_need() {
+	command -v bpftrace > /dev/null ||
+		fail "no bpftrace on the host (scripts/install-deps.sh installs it)"
+}
+
+test_bpftrace_fault_latency() {
+	local out=/tmp/bt-latency.out fetched retry hist
+	bt_need || return
+	"$PATTERN" write self 2 0 256K --seed 7 || return
+	bpftrace -c "$FAULT touch self 2 256K --threads 1 --order seq --seed 7 --expect-faults 64" \
+		"$BT_DIR/rpage-fault-latency.bt" > "$out" 2>&1
+	expect_eq "$?" 0 "bpftrace and the touch under it" || { cat "$out"; return 1; }
+	cat "$out"
+	[ "$(grep -c '^@ended\[' "$out")" -ge 1 ] || fail "no @ended counts" || return
+	# One mapping: one id in every key.
+	expect_eq "$(grep -o '^@[a-z_]*\[[0-9]*' "$out" | sed 's/.*\[//' | sort -u | wc -l)" 1 \
+		"mapping ids seen" || return
+	fetched=$(sed -n 's/^@ended\[[0-9]*, fetched\]: //p' "$out")
+	retry=$(sed -n 's/^@ended\[[0-9]*, retry\]: //p' "$out")
+	expect_eq "$(( ${fetched:-0} + ${retry:-0} ))" 64 "faults that read their page" || return
+	hist=$(awk '/^@fetched_ns\[/ { on = 1; next } on && /^\[/ { n += $3 } on && !/^\[/ { on = 0 } END { print n + 0 }' "$out")
+	expect_eq "$hist" "${fetched:-0}" "faults in the histogram of fetched ones"
+}
+
+# The SIGBUS one, while a process touches a mapping whose pool was
+# destroyed after it had read its first 64 pages: a line for each page
+# that raised SIGBUS, with the process, the mapping, an offset past what
+# it had read, and ENOENT (2: the pool is gone), and the count at the
+# end is the process's own.
+test_bpftrace_sigbus() {
+	local out=/tmp/bt-sigbus.out pid bt rc sigbus lines
+	bt_need || return
+	"$RPAGECTL" pool create 19 size 1M writable || return
+	wait_until 30 remote_pool_listed self 19 || fail "pool 19 not announced" || return
+	"$PATTERN" fill self 19 1M || fail "filling pool 19" || return
+	# Unbuffered: its lines reach the file as it prints them.
+	bpftrace -B none "$BT_DIR/rpage-sigbus.bt" > "$out" 2>&1 &
+	bt=$!
+	# bpftrace compiles its program first: a minute and more under TCG.
+	wait_until $((180 * RPAGE_SLOW)) grep -q "^TIME" "$out" || { kill -INT "$bt"; cat "$out"; fail "bpftrace did not start"; return; }
+	rm -f /tmp/bt-fetched /tmp/bt-go
+	"$FAULT" survive self 19 1M --fetched 256K --ready /tmp/bt-fetched --go /tmp/bt-go \
+		> /tmp/bt-survive.out 2>&1 &
+	pid=$!
+	wait_until 60 test -e /tmp/bt-fetched || { kill "$pid"; kill -INT "$bt"; fail "no fetch"; return; }
+	"$RPAGECTL" pool destroy 19 || return
+	touch /tmp/bt-go
+	wait "$pid"
+	rc=$?
+	kill -INT "$bt"
+	wait "$bt"
+	cat /tmp/bt-survive.out "$out"
+	expect_eq "$rc" 0 "the survivor's exit status" || return
+	sigbus=$(sed -n 's/^sigbus=\([0-9]*\) .*/\1/p' /tmp/bt-survive.out)
+	lines=$(grep -cE '^[0-9:]{8} +'"$pid"' +rpage_fault +[0-9]+ +[0-9]+ 2$' "$out")
+	expect_eq "$lines" "${sigbus:-none}" "SIGBUS lines of the survivor (pid $pid, errno 2)" || return
+	awk -v pid="$pid" '$2 == pid && $5 < 256 * 1024 { bad = 1 } END { exit bad }' "$out" ||
+		fail "a SIGBUS line for a page read before the pool went" || return
+	expect_eq "$(sed -n 's/^@sigbus\[[0-9]*, rpage_fault\]: //p' "$out")" "$sigbus" "@sigbus count"
+}
+
 # The loop transport: this host as its own peer "lo", no wire. Its pools
 # come through the same pool table, and what one transport wrote the
 # other reads, byte for byte.
@@ -842,6 +909,8 @@ run_test tracepoint_results_are_the_uapi_numbers test_tracepoint_results_are_the
 run_test adjacent_pages_share_one_read test_adjacent_pages_share_a_read
 run_test ranges_of_a_call_in_flight_together test_ranges_of_a_call_in_flight_together
 run_test adjacent_ranges_share_a_read test_adjacent_ranges_share_a_read
+run_test bpftrace_fault_latency_per_mapping test_bpftrace_fault_latency
+run_test bpftrace_sigbus_lines test_bpftrace_sigbus
 tap_end
 
 tap_begin pool-teardown
