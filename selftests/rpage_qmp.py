@@ -4,13 +4,18 @@
 
   rpage_qmp.py ADDR COMMAND [ARGUMENTS-JSON]
                         run COMMAND; print its return value as JSON
-  rpage_qmp.py move SRC DST URI
+  rpage_qmp.py move SRC DST URI [EVENTS]
                         moves a paused-at-once VM whose RAM both sides
                         share: stops SRC, turns x-ignore-shared on at
                         both, has DST (started with -incoming defer)
                         listen on URI, migrates SRC there and runs DST;
                         prints downtime_ms (SRC stopped to DST running,
-                        one clock), migrated_bytes and SRC's state after
+                        one clock), migrated_bytes and SRC's state after;
+                        appends to EVENTS, if given, a line
+                        "E SECONDS NAME" for each step (stop, migrated,
+                        running), SECONDS since the epoch as bash's
+                        $EPOCHREALTIME has them, for the move's timeline
+                        (selftests/rpage_timeline.py)
 
 ADDR, SRC and DST are a Unix socket's path, or HOST:PORT. QEMU's QMP
 server takes one client at a time; each call is one connection.
@@ -87,13 +92,19 @@ def wait_for(poll, deadline, what):
         time.sleep(0.01)
 
 
-def move(src_addr, dst_addr, uri):
+def move(src_addr, dst_addr, uri, events=None):
     caps = {"capabilities": [{"capability": "x-ignore-shared",
                               "state": True}]}
+    said = []
+
+    def event(name):
+        said.append(f"E {time.time():.6f} {name}\n")
     src, dst = Qmp(src_addr), Qmp(dst_addr)
     dst.command("migrate-set-capabilities", caps)
     dst.command("migrate-incoming", {"uri": uri})
     src.command("migrate-set-capabilities", caps)
+    # The downtime starts as the stop is asked for.
+    event("stop")
     t0 = time.monotonic()
     src.command("stop")
     src.command("migrate", {"uri": uri})
@@ -105,6 +116,7 @@ def move(src_addr, dst_addr, uri):
     info = wait_for(migrated, deadline, "migration not over after 120 s")
     if info["status"] != "completed":
         fail(f"migration {info['status']}: {info.get('error-desc', '')}")
+    event("migrated")
 
     # The source was paused: so is the destination, once it has it all.
     def dst_paused():
@@ -113,6 +125,11 @@ def move(src_addr, dst_addr, uri):
     wait_for(dst_paused, deadline, "the destination never got the whole VM")
     dst.command("cont")
     t1 = time.monotonic()
+    event("running")
+    if events:
+        # Written once the move is over: nothing slows its steps.
+        with open(events, "a") as f:
+            f.writelines(said)
     print(f"downtime_ms={(t1 - t0) * 1000:.0f}"
           f" migrated_bytes={info['ram']['transferred']}"
           f" source_state={src.command('query-status')['status']}"
@@ -120,8 +137,8 @@ def move(src_addr, dst_addr, uri):
 
 
 def main():
-    if len(sys.argv) == 5 and sys.argv[1] == "move":
-        move(sys.argv[2], sys.argv[3], sys.argv[4])
+    if len(sys.argv) in (5, 6) and sys.argv[1] == "move":
+        move(*sys.argv[2:])
         return
     if len(sys.argv) < 3:
         fail("usage: rpage_qmp.py ADDR COMMAND [ARGUMENTS-JSON]")

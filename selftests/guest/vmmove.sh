@@ -53,6 +53,33 @@ vm_qemu() {
 	VM_QEMU_PID=$!
 }
 
+# The move's timeline on B, for the admin guide's drawing
+# (selftests/rpage_timeline.py turns it into data for gnuplot): a line
+# "S SECONDS MAP-SHOW STAT-MAP" (rpagectl -j, of the mapping) every
+# 0.2 s while the VM moves and is pulled, and "E SECONDS NAME" at each
+# step, SECONDS since the epoch.
+VM_TIMELINE=$RPAGE_OUT/vm-timeline.txt
+
+vm_event() {
+	echo "E $EPOCHREALTIME $1" >> "$VM_TIMELINE"
+}
+
+vm_timeline_start() {
+	: > "$VM_TIMELINE"
+	while :; do
+		echo "S $EPOCHREALTIME $("$RPAGECTL" -j map show vm) $("$RPAGECTL" -j stat map vm)"
+		sleep 0.2
+	done >> "$VM_TIMELINE" 2> /dev/null &
+	VM_TIMELINE_PID=$!
+}
+
+vm_timeline_stop() {
+	[ -n "${VM_TIMELINE_PID:-}" ] || return 0
+	kill "$VM_TIMELINE_PID" 2> /dev/null
+	wait "$VM_TIMELINE_PID" 2> /dev/null
+	VM_TIMELINE_PID=
+}
+
 # vm_pmd_kb PID PATH: kB of PATH that process PID maps with PMD entries.
 vm_pmd_kb() {
 	awk -v path="$2" '/^[0-9a-f]+-[0-9a-f]+ / { mine = ($NF == path) }
@@ -112,29 +139,34 @@ test_vm_move_a() {
 
 # On B: the move, the pull, and the VM's life after A let go.
 test_vm_move_b() {
-	local move fault0 checksum faults pmd huge
+	local move fault0 checksum faults pmd huge bytes
 	barrier vm-exported || return
 	wait_until 60 remote_pool_listed a "$VM_POOL" || fail "pool $VM_POOL not announced" || return
 	step "$RPAGECTL" map add vm peer a pool "$VM_POOL" pagesize 2M || fail "map add" || return
+	vm_timeline_start
+	vm_event mapped
 	fault0=$("$RPAGECTL" -j stat peer a | jq -c '.peers[0].fault')
 	rm -f /tmp/vm-b.qmp
 	vm_qemu "$VM_NODE" "$VM_SERIAL" unix:/tmp/vm-b.qmp -incoming defer
 	wait_until 60 test -S /tmp/vm-b.qmp || { cat /tmp/vm-qemu.log; fail "B's QEMU did not start"; return; }
 	echo "\$ rpage_qmp.py move $RPAGE_PEER_IP:$VM_QMP_PORT /tmp/vm-b.qmp tcp:$RPAGE_IP:$VM_MIGRATE_PORT"
 	move=$($VM_QMP_TOOL move "$RPAGE_PEER_IP:$VM_QMP_PORT" /tmp/vm-b.qmp \
-		"tcp:$RPAGE_IP:$VM_MIGRATE_PORT") ||
-		{ cat /tmp/vm-qemu.log; fail "the move failed"; return; }
+		"tcp:$RPAGE_IP:$VM_MIGRATE_PORT" "$VM_TIMELINE") ||
+		{ vm_timeline_stop; cat /tmp/vm-qemu.log; fail "the move failed"; return; }
 	echo "$move"
-	barrier vm-moved || return
+	barrier vm-moved || { vm_timeline_stop; return 1; }
 	# Demand faults first: the vCPU's touches jump the pull's queue.
-	step "$RPAGECTL" map pull vm || fail "map pull" || return
-	vm_wait_passes 1 600 || { cat "$VM_SERIAL"; fail "no good pass on B"; return; }
+	vm_event pull
+	step "$RPAGECTL" map pull vm || { vm_timeline_stop; fail "map pull"; return; }
+	vm_wait_passes 1 600 || { vm_timeline_stop; cat "$VM_SERIAL"; fail "no good pass on B"; return; }
 	wait_until 600 eval '[ "$("$RPAGECTL" -j map show vm | jq -r ".[0].depends")" = false ]' ||
-		{ "$RPAGECTL" map show vm; fail "the pull did not finish"; return; }
+		{ vm_timeline_stop; "$RPAGECTL" map show vm; fail "the pull did not finish"; return; }
 	step "$RPAGECTL" map show vm
 	step "$RPAGECTL" stat peer a
-	barrier vm-pulled || return
-	barrier vm-a-gone || return
+	barrier vm-pulled || { vm_timeline_stop; return 1; }
+	barrier vm-a-gone || { vm_timeline_stop; return 1; }
+	vm_event a-gone
+	vm_timeline_stop
 	# What the VM's move cost in faults, whatever earlier tests counted.
 	faults=$("$RPAGECTL" -j stat peer a | jq -c --argjson a "$fault0" '.peers[0].fault |
 		with_entries(select(.key | IN("faults", "minor_faults", "prefetched",
@@ -161,6 +193,12 @@ test_vm_move_b() {
 	expect_eq "$(vm_checksum)" "$checksum" "checksum on B (A's: $checksum)" || return
 	echo "$move" | grep -q 'source_state=postmigrate destination_state=running' ||
 		fail "states after the move" || return
+	# The RAM stayed where it was: QEMU sent only its small private
+	# blocks (ROMs, about 200 KB), not the 64 MiB it would copy without
+	# x-ignore-shared.
+	bytes=$(echo "$move" | sed -n 's/.* migrated_bytes=\([0-9]*\) .*/\1/p')
+	[ -n "$bytes" ] && [ "$bytes" -lt $((1 << 20)) ] ||
+		fail "QEMU migrated ${bytes:-no} bytes of RAM: the guest's RAM was copied, not left in the pool" || return
 	# Every region read whole, by a fault or the pull: none fell back.
 	expect_eq "$(echo "$huge" | jq '.huge_faults + .huge_prefetched')" 32 \
 		"2 MiB regions read whole, of 32" || return
