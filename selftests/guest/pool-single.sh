@@ -287,11 +287,15 @@ test_bpftrace_sigbus() {
 	touch /tmp/bt-go
 	wait "$pid"
 	rc=$?
+	sigbus=$(sed -n 's/^sigbus=\([0-9]*\) .*/\1/p' /tmp/bt-survive.out)
+	# bpftrace prints its lines as it reads them from the kernel's
+	# buffer, a moment after the faults; interrupted, it drops what it
+	# has not read yet.
+	wait_until 60 eval '[ "$(grep -cE "^[0-9:]{8} +'"$pid"' " "$out")" -ge "${sigbus:-1}" ]'
 	kill -INT "$bt"
 	wait "$bt"
 	cat /tmp/bt-survive.out "$out"
 	expect_eq "$rc" 0 "the survivor's exit status" || return
-	sigbus=$(sed -n 's/^sigbus=\([0-9]*\) .*/\1/p' /tmp/bt-survive.out)
 	lines=$(grep -cE '^[0-9:]{8} +'"$pid"' +rpage_fault +[0-9]+ +[0-9]+ 2$' "$out")
 	expect_eq "$lines" "${sigbus:-none}" "SIGBUS lines of the survivor (pid $pid, errno 2)" || return
 	awk -v pid="$pid" '$2 == pid && $5 < 256 * 1024 { bad = 1 } END { exit bad }' "$out" ||
