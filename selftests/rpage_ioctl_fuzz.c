@@ -124,6 +124,7 @@ enum fz_kind {
 	K_PEER,		/* a peer id */
 	K_MAP,		/* a mapping id */
 	K_LEN,		/* a non-zero multiple of the page size */
+	K_MAPLEN,	/* K_LEN, but 0 (and only 0) with RPAGE_MAP_TO_END */
 	K_OFF,		/* a multiple of the page size */
 	K_CAP,		/* a list's capacity */
 	K_ENTRIES,	/* a list's entries pointer */
@@ -244,7 +245,7 @@ static const struct fz_field f_map[] = {
 	FLD(struct rpage_map, flags, K_FLAGS, RPAGE_MAP_FLAGS_ALL),
 	FLD(struct rpage_map, pool_id, K_POOL, 0),
 	FLD(struct rpage_map, offset, K_OFF, 0),
-	FLD(struct rpage_map, length, K_LEN, 0),
+	FLD(struct rpage_map, length, K_MAPLEN, 0),
 	FLD(struct rpage_map, map_id, K_OUT, 0),
 	FLD(struct rpage_map, mmap_offset, K_OUT, 0),
 	FLD(struct rpage_map, reserved, K_RSV, 0),
@@ -302,7 +303,7 @@ static const struct fz_field f_map_add[] = {
 	FLD(struct rpage_map_add, flags, K_FLAGS, RPAGE_MAP_FLAGS_ALL),
 	FLD(struct rpage_map_add, pool_id, K_POOL, 0),
 	FLD(struct rpage_map_add, offset, K_OFF, 0),
-	FLD(struct rpage_map_add, length, K_LEN, 0),
+	FLD(struct rpage_map_add, length, K_MAPLEN, 0),
 	FLD(struct rpage_map_add, uid, K_UGID, 0),
 	FLD(struct rpage_map_add, gid, K_UGID, 0),
 	FLD(struct rpage_map_add, mode, K_MODE, 0),
@@ -1281,6 +1282,7 @@ static void mutate_field(struct fz_thread *t, void *buf, const struct fz_field *
 		return;
 	}
 	case K_LEN:
+	case K_MAPLEN:
 	case K_OFF: {
 		const uint64_t vals[] = {
 			0, 1, page - 1, page + 1, page * (1 + rnd_below(t, 512)),
@@ -1664,6 +1666,8 @@ static const char *fields_invalid(const void *buf, const struct fz_field *fields
 				  unsigned int nr_fields, const char *what)
 {
 	static const char zero[1024];
+	/* The flags before a mapping's length say what the length may be. */
+	uint64_t flags = 0;
 
 	for (unsigned int i = 0; i < nr_fields; i++) {
 		const struct fz_field *f = &fields[i];
@@ -1679,7 +1683,16 @@ static const char *fields_invalid(const void *buf, const struct fz_field *fields
 			if (v & ~f->mask)
 				return why("%s%s %#" PRIx64 " has unknown bits", what,
 					   f->name, v);
+			flags = v;
 			break;
+		case K_MAPLEN:
+			if (flags & RPAGE_MAP_TO_END) {
+				if (v)
+					return why("%s%s %#" PRIx64 " with RPAGE_MAP_TO_END",
+						   what, f->name, v);
+				break;
+			}
+			/* fall through */
 		case K_LEN:
 			if (!v || v % page)
 				return why("%s%s %#" PRIx64 " is not a non-zero multiple of the page size",
