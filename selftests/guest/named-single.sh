@@ -871,6 +871,75 @@ test_named_map_add_before_the_peer_connects() {
 	"$RPAGECTL" map del early && "$RPAGECTL" pool destroy $pool
 }
 
+# The admin guide's libvirt recipe, booted: libvirt's QEMU driver,
+# embedded in virsh (no daemon; its state in a directory of the test's
+# own), starts a domain whose guest RAM is the named mapping, given to
+# QEMU by the guide's qemu:commandline element (taken from
+# Documentation/admin-guide/rpage-libvirt.xml); QEMU runs as
+# libvirt-qemu:kvm, the node made for them (the guide's step 1), in the
+# private /dev libvirt makes from cgroup_device_acl with the node added
+# (step 2). AppArmor (step 3) is not loaded in these guests: its driver
+# is off. The domain runs the demo's small guest on TCG, which fills its
+# memory and verifies it twice; the mapping then holds its pages (each
+# read from the pool by a fault first), and QEMU maps the node.
+test_named_libvirt_domain_boots() {
+	local lv=/tmp/lv doc=$RPAGE_REPO/Documentation/admin-guide/rpage-libvirt.xml
+	local qemu="" rc=0
+	command -v virsh > /dev/null ||
+		fail "no virsh on the host (scripts/install-deps.sh installs libvirt)" || return
+	"$RPAGECTL" pool create 21 size 64M writable || fail "pool create 21" || return
+	wait_until 30 remote_pool_listed self 21 || fail "pool 21 not announced" || return
+	"$RPAGECTL" map add lv1 peer self pool 21 owner libvirt-qemu group kvm mode 0660 ||
+		fail "map add" || return
+	wait_until 10 test -c /dev/rpage-map/lv1 || fail "no /dev/rpage-map/lv1" || return
+	rm -rf "$lv"
+	mkdir -p "$lv/root/etc"
+	cat > "$lv/root/etc/qemu.conf" <<-EOF
+	stdio_handler = "file"
+	user = "libvirt-qemu"
+	group = "kvm"
+	security_driver = "none"
+	cgroup_device_acl = [
+	    "/dev/null", "/dev/full", "/dev/zero",
+	    "/dev/random", "/dev/urandom",
+	    "/dev/ptmx", "/dev/kvm",
+	    "/dev/rpage-map/lv1"
+	]
+	EOF
+	{
+		echo "<domain type='qemu' xmlns:qemu='http://libvirt.org/schemas/domain/qemu/1.0'>"
+		echo "  <name>lv1</name>"
+		echo "  <memory unit='MiB'>64</memory>"
+		echo "  <vcpu>1</vcpu>"
+		echo "  <os><type arch='x86_64' machine='pc'>hvm</type><kernel>$SELFTESTS/rpage_mbguest</kernel></os>"
+		echo "  <devices><emulator>/usr/bin/qemu-system-x86_64</emulator>"
+		echo "    <serial type='file'><source path='$lv/serial.log'/></serial></devices>"
+		sed -n '/<qemu:commandline>/,/<\/qemu:commandline>/p' "$doc" | sed 's/vm1/lv1/g'
+		echo "</domain>"
+	} > "$lv/lv1.xml"
+	cat "$lv/lv1.xml"
+	virsh -c "qemu:///embed?root=$lv/root" create "$lv/lv1.xml" ||
+		{ cat "$lv"/root/log/qemu/*.log 2> /dev/null; fail "virsh create"; return; }
+	qemu=$(pgrep -f 'guest=lv1' | head -n 1)
+	[ -n "$qemu" ] || fail "no QEMU for the domain" || return
+	echo "QEMU $qemu runs as $(ps -o user=,group= -p "$qemu")"
+	wait_until 600 eval 'grep -c " ok, checksum " "$lv/serial.log" | grep -qx "[2-9]"' ||
+		{ cat "$lv/serial.log"; rc=1; fail "the domain did not verify its memory twice"; }
+	cat "$lv/serial.log"
+	if [ "$rc" = 0 ]; then
+		grep -q ' /dev/rpage-map/lv1$' "/proc/$qemu/maps" ||
+			{ rc=1; fail "QEMU does not map /dev/rpage-map/lv1"; }
+		[ "$(named_field lv1 pages_local)" -ge $((59 << 8)) ] ||
+			{ rc=1; fail "the mapping holds $(named_field lv1 pages_local) pages, not the domain's 59 MiB"; }
+		"$RPAGECTL" stat map lv1
+	fi
+	kill "$qemu"
+	wait_until 30 eval '! kill -0 '"$qemu"' 2> /dev/null' || fail "QEMU did not end"
+	"$RPAGECTL" map del lv1 && "$RPAGECTL" pool destroy 21 || fail "map del, pool destroy" || return
+	rm -rf "$lv"
+	return "$rc"
+}
+
 # named_hold PATH HOW: a process holding PATH, as coprocess NAMED_HOLD:
 # HOW is "open" (open read-only), or "mapped" (a page of it mapped
 # shared and read, the file closed). It says "held" once it does.
@@ -955,6 +1024,7 @@ run_test named_huge_fragmented_falls_back test_named_huge_fragmented
 run_test named_pull_then_pool_destroyed_reads_right test_named_pull_then_pool_destroyed
 run_test named_pull_then_peer_deleted_lets_it_go test_named_pull_then_peer_deleted
 run_test named_map_add_before_the_peer_connects test_named_map_add_before_the_peer_connects
+run_test named_libvirt_domain_boots_on_a_mapping test_named_libvirt_domain_boots
 run_test named_unload_refused_while_in_use test_named_unload_refused_while_in_use
 run_test named_unload_with_a_mapping test_named_unload_with_a_mapping
 tap_end
