@@ -175,8 +175,32 @@ test_kept_killed_reader_leaves_the_queue_pair() {
 
 # An evict whose write-back the device keeps fails and drops nothing:
 # tried again once the peer is back, it finds every page there and still
-# dirty, writes them all, and the pool then holds them.
+# dirty, writes them all, and the pool then holds them. The flusher must
+# not write them back first: the evict would then have nothing to write,
+# and the READ of the touch after it would meet the stall instead (with
+# loss timeout 0, a SIGBUS). It did on the debug kernel: its periodic
+# wakeup found the mappings' backing device over its background
+# threshold, which is its share of the global one by how much it wrote
+# lately - next to nothing. For the test, that device gets a fifth of the
+# threshold for its own (min_ratio), and the flusher's age limit for a
+# dirty page is an hour. (Not dirty_writeback_centisecs 0: the first
+# page dirtied then wakes the flusher at once.)
 test_kept_evict_all_or_nothing() {
+	local rc expire bdi ratio
+	bdi=$(echo /sys/class/bdi/rpage-map-*)
+	[ -d "$bdi" ] || fail "no backing device of rpage's writable mappings: $bdi" || return
+	ratio=$(cat "$bdi/min_ratio") || return
+	expire=$(sysctl -n vm.dirty_expire_centisecs) || return
+	echo 20 > "$bdi/min_ratio" || return
+	sysctl -q vm.dirty_expire_centisecs=360000 || return
+	kept_evict_all_or_nothing
+	rc=$?
+	echo "$ratio" > "$bdi/min_ratio"
+	sysctl -q vm.dirty_expire_centisecs="$expire"
+	return "$rc"
+}
+
+kept_evict_all_or_nothing() {
 	local io=$KEPT_IO_TIMEOUT_MS leaks out pid rc
 	leaks=$(kept_leaks_logged)
 	rm -f /tmp/kept-ready /tmp/kept-go
