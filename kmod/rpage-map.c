@@ -242,15 +242,19 @@ struct rpage_mapping *rpage_map_new(struct rpage_map *arg)
 		ret = PTR_ERR(rpool);
 		goto err;
 	}
-	if (arg->flags & RPAGE_MAP_TO_END)
-		arg->length = rpool->length - arg->offset;
 	map->pool_generation = rpool->generation;
 	map->node_id = READ_ONCE(peer->remote_node_id);
 	/* A writable pool's dirty pages are written back to it. */
 	writable = rpool->flags & RPAGE_POOL_WRITABLE;
+	if (arg->flags & RPAGE_MAP_TO_END)
+		arg->length = rpool->length - arg->offset;
 	rpage_rpool_put(rpool);
-	/* A pool's length is checked when it is announced, but not to this. */
-	if (arg->length > RPAGE_MAP_MAX_BYTES || !PAGE_ALIGNED(arg->length)) {
+	/*
+	 * The pool's rest, as rpage_map_check() checks a length given: a
+	 * pool's length is checked when it is announced, but not to this.
+	 */
+	if (arg->flags & RPAGE_MAP_TO_END &&
+	    (arg->length > RPAGE_MAP_MAX_BYTES || !PAGE_ALIGNED(arg->length))) {
 		ret = arg->length > RPAGE_MAP_MAX_BYTES ? -E2BIG : -EINVAL;
 		goto err;
 	}
