@@ -55,6 +55,14 @@ COMPARISONS = [
     # each figure is its fault path's own cost.
     ("fault overhead p50, random, loop (no wire)", "loop_fault_random", "p50_ns", "uffd_local_random", "p50_ns", 1 / 3, "lower"),
     ("fault overhead p99, random, loop (no wire)", "loop_fault_random", "p99_ns", "uffd_local_random", "p99_ns", None, "lower"),
+    # The floor: the kernel's own first touch of a new page in the same
+    # guest and round, no fault handler of anyone's. A shared memfd's
+    # first read (allocate, clear, add to the page cache, map) is what a
+    # loop fault does with a copy for the clearing; anonymous memory's
+    # first write (allocate, clear, map) the least any fault bringing a
+    # page can cost.
+    ("loop fault p50 / the floor: shared memfd first touch", "loop_fault_random", "p50_ns", "floor_memfd_random", "p50_ns", 1.0, "lower"),
+    ("loop fault p50 / the floor: anonymous first touch", "loop_fault_random", "p50_ns", "floor_anon_random", "p50_ns", 3.0, "lower"),
     # Four faulting threads: against one handler thread (QEMU's
     # post-copy) and against four (h4, a pipelined handler, as rpage
     # serves each fault in its own thread).

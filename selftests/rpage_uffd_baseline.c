@@ -17,6 +17,8 @@
  *                       [--handlers N] [--name NAME] [--samples-dir DIR]
  *                       [--seed S]
  *   rpage_uffd_baseline fault --transport local --size BYTES [--order ...]
+ *   rpage_uffd_baseline floor --size BYTES [--order seq|random] [--seed S]
+ *                       [--samples-dir DIR]
  *
  * serve (host A) fills BYTES with baseline_pattern() and serves them to
  * any number of clients: for RDMA READ over RC connections on the RDMA
@@ -36,6 +38,17 @@
  * installs each page with UFFDIO_COPY straight from a local copy of the
  * pattern, the baseline of rpage's loop transport, and its overhead is
  * its whole time on the fault.
+ *
+ * floor measures no handler at all: the kernel's own cost of a first
+ * touch that brings a new page, the floor under any fault rpage's loop
+ * transport takes. floor_memfd_ORDER: the first read of each page of a
+ * fresh shared memfd (a page allocated, cleared, added to the page cache
+ * and mapped: what a loop fault does, with a copy in place of the
+ * clearing); floor_anon_ORDER: the first write of each page of private
+ * anonymous memory (allocated, cleared, mapped: the least a fault that
+ * brings a page can cost; a read would map the shared zero page). Both
+ * 4 KiB pages (MADV_NOHUGEPAGE), one thread, each touch timed as the
+ * fault command times its own, every byte checked afterwards.
  *
  * Exit status 0 on success, 1 on failure with one line on stderr.
  *
@@ -1966,11 +1979,189 @@ static int cmd_fault(int argc, char **argv)
 	return ret;
 }
 
+/* floor */
+
+struct floor_opts {
+	uint64_t size;
+	bool random;
+	const char *samples_dir;
+	uint64_t seed;
+};
+
+static void floor_usage(FILE *out)
+{
+	fprintf(out,
+		"usage: " PROG " floor --size BYTES [--order seq|random] [--seed S]\n"
+		"       [--samples-dir DIR]\n"
+		"Time the first touch of every page of a fresh shared memfd (a read)\n"
+		"and of private anonymous memory (a write), without userfaultfd, and\n"
+		"print their latencies as JSON lines (floor_memfd_ORDER, floor_anon_ORDER).\n");
+}
+
+static bool floor_parse_one(int c, void *opts)
+{
+	struct floor_opts *o = opts;
+
+	switch (c) {
+	case 's':
+		return parse_size(optarg, &o->size);
+	case 'o':
+		return fault_parse_choice("--order", optarg, "random", "seq",
+					  &o->random);
+	case 'D':
+		o->samples_dir = optarg;
+		return true;
+	case 'e':
+		if (parse_num(optarg, false, UINT64_MAX, &o->seed))
+			return true;
+		pr_err("--seed '%s' is not a number", optarg);
+		return false;
+	}
+	return false;
+}
+
+/*
+ * Maps @size bytes, a shared memfd or private anonymous memory, with
+ * 4 KiB pages; NULL (reported) on failure.
+ */
+static uint8_t *floor_map(uint64_t size, bool memfd)
+{
+	int fd = -1, flags = MAP_PRIVATE | MAP_ANONYMOUS;
+	void *p;
+
+	if (memfd) {
+		fd = memfd_create("rpage_floor", MFD_CLOEXEC);
+		if (fd < 0 || ftruncate(fd, size)) {
+			pr_err("memfd of %" PRIu64 " bytes: %s", size,
+			       strerror(errno));
+			if (fd >= 0)
+				close(fd);
+			return NULL;
+		}
+		flags = MAP_SHARED;
+	}
+	p = mmap(NULL, size, PROT_READ | PROT_WRITE, flags, fd, 0);
+	if (fd >= 0)
+		close(fd);
+	if (p == MAP_FAILED) {
+		pr_err("mmap of %" PRIu64 " bytes: %s", size, strerror(errno));
+		return NULL;
+	}
+	/* A 2 MiB page would make one touch in 512 a fault: 4 KiB ones. */
+	if (madvise(p, size, MADV_NOHUGEPAGE)) {
+		pr_err("MADV_NOHUGEPAGE: %s", strerror(errno));
+		munmap(p, size);
+		return NULL;
+	}
+	return p;
+}
+
+/*
+ * Touches every page of a fresh mapping in @order, each touch timed into
+ * @ns: a read of a memfd's, a write of anonymous memory's (the page's
+ * index + 1, in its first word). Then checks every byte: zeros but that
+ * word. 0, or -1 (reported).
+ */
+static int floor_touch(const char *name, bool memfd, uint64_t size,
+		       const size_t *order, uint64_t *ns)
+{
+	size_t npages = size / BASELINE_PAGE;
+	uint8_t *region = floor_map(size, memfd);
+	int ret = 0;
+
+	if (!region)
+		return -1;
+	for (size_t i = 0; i < npages; i++) {
+		uint64_t *word = (uint64_t *)(region + order[i] * BASELINE_PAGE);
+		uint64_t start = now_ns();
+
+		if (memfd)
+			__atomic_load_n(word, __ATOMIC_SEQ_CST);
+		else
+			__atomic_store_n(word, order[i] + 1, __ATOMIC_SEQ_CST);
+		ns[i] = now_ns() - start;
+	}
+	for (uint64_t i = 0; i < size / 8 && !ret; i++) {
+		uint64_t got = ((const uint64_t *)region)[i];
+		uint64_t want = 0;
+
+		if (!memfd && !(i * 8 % BASELINE_PAGE))
+			want = i * 8 / BASELINE_PAGE + 1;
+		if (got != want) {
+			pr_err("%s: offset %" PRIu64 " holds 0x%016" PRIx64
+			       ", want 0x%016" PRIx64, name, i * 8, got, want);
+			ret = -1;
+		}
+	}
+	munmap(region, size);
+	return ret;
+}
+
+static int cmd_floor(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "size", required_argument, NULL, 's' },
+		{ "order", required_argument, NULL, 'o' },
+		{ "samples-dir", required_argument, NULL, 'D' },
+		{ "seed", required_argument, NULL, 'e' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 }
+	};
+	struct floor_opts o = { .seed = DEFAULT_SEED };
+	size_t npages, *order = NULL;
+	uint64_t *ns = NULL;
+	char name[64];
+	int ret = -1;
+
+	if (parse_options(argc, argv, "floor", longopts, floor_parse_one, &o,
+			  floor_usage))
+		return 1;
+	if (!o.size || o.size % BASELINE_PAGE) {
+		pr_err("floor: --size must be a multiple of %lu (see floor --help)",
+		       BASELINE_PAGE);
+		return 1;
+	}
+	if (sysconf(_SC_PAGESIZE) != BASELINE_PAGE) {
+		pr_err("the page size is %ld, not %lu", sysconf(_SC_PAGESIZE),
+		       BASELINE_PAGE);
+		return 1;
+	}
+	if (o.samples_dir && mkdir(o.samples_dir, 0755) && errno != EEXIST) {
+		pr_err("--samples-dir %s: %s", o.samples_dir, strerror(errno));
+		return 1;
+	}
+	npages = o.size / BASELINE_PAGE;
+	order = calloc(npages, sizeof(*order));
+	ns = calloc(npages, sizeof(*ns));
+	if (!order || !ns) {
+		pr_err("out of memory for %zu pages", npages);
+		goto out;
+	}
+	for (size_t i = 0; i < npages; i++)
+		order[i] = i;
+	if (o.random)
+		shuffle(order, npages, o.seed);
+	for (int memfd = 1; memfd >= 0; memfd--) {
+		snprintf(name, sizeof(name), "floor_%s_%s",
+			 memfd ? "memfd" : "anon", o.random ? "random" : "seq");
+		if (floor_touch(name, memfd, o.size, order, ns))
+			goto out;
+		bench_report_latency(name, ns, npages, o.samples_dir);
+	}
+	ret = 0;
+out:
+	free(order);
+	free(ns);
+	return ret ? 1 : 0;
+}
+
 static void usage(FILE *out)
 {
 	serve_usage(out);
 	fputc('\n', out);
 	fault_usage(out);
+	fputc('\n', out);
+	floor_usage(out);
 }
 
 int main(int argc, char **argv)
@@ -1979,10 +2170,12 @@ int main(int argc, char **argv)
 		return cmd_serve(argc - 1, argv + 1);
 	if (argc >= 2 && !strcmp(argv[1], "fault"))
 		return cmd_fault(argc - 1, argv + 1);
+	if (argc >= 2 && !strcmp(argv[1], "floor"))
+		return cmd_floor(argc - 1, argv + 1);
 	if (argc >= 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
 		usage(stdout);
 		return 0;
 	}
-	pr_err("the first argument must be serve or fault (see --help)");
+	pr_err("the first argument must be serve, fault or floor (see --help)");
 	return 1;
 }

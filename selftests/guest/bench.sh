@@ -241,13 +241,14 @@ loop_setup() {
 }
 
 # measure_loop DIR SIZE [R]: faults over the loop, one thread and four,
-# and the userfaultfd handler copying from local memory; the handler
-# first in even rounds, as in measure_rounds.
+# the userfaultfd handler copying from local memory, and the floor (the
+# kernel's own first touch of a new page, no fault handler of anyone's);
+# the baselines first in even rounds, as in measure_rounds.
 measure_loop() {
 	if [ $(( ${3:-1} % 2 )) -eq 1 ]; then
-		loop_rpage "$1" "$2" && loop_uffd "$1" "$2"
+		loop_rpage "$1" "$2" && loop_uffd "$1" "$2" && loop_floor "$1" "$2"
 	else
-		loop_uffd "$1" "$2" && loop_rpage "$1" "$2"
+		loop_floor "$1" "$2" && loop_uffd "$1" "$2" && loop_rpage "$1" "$2"
 	fi
 }
 
@@ -265,6 +266,14 @@ loop_uffd() {
 		>> "$1/uffd.jsonl" &&
 		"$UFFD" fault --transport local --size "$2" --order random --threads 4 \
 		--handlers 4 >> "$1/uffd.jsonl" || fail "uffd baseline, local"
+}
+
+# The floor under a loop fault, in the same guest: the first read of a
+# fresh shared memfd's page, and the first write of anonymous memory's,
+# in the order of the loop's fault_random.
+loop_floor() {
+	"$UFFD" floor --size "$2" --order random >> "$1/floor.jsonl" ||
+		fail "the floor's first touches"
 }
 
 # round_rpage DIR R: round R's rpage figures: random faults, a prefetch
