@@ -25,7 +25,7 @@
 VERSION := $(shell cat VERSION)
 # librpage's ABI: MAJOR changes only if a released symbol breaks.
 ABI_MAJOR := 1
-ABI_VERSION := $(ABI_MAJOR).6.0
+ABI_VERSION := $(ABI_MAJOR).7.0
 
 # The running kernel's build dir; where there is none (a host that
 # cannot load modules), the newest installed Debian headers.
@@ -68,10 +68,10 @@ LIB_SONAME := librpage.so.$(ABI_MAJOR)
 LIB_A := $(O_USER)/librpage.a
 RPAGECTL := $(O_USER)/rpagectl
 
-LIB_SRCS := ulib/librpage.c
+LIB_SRCS := ulib/librpage.c ulib/librpage-events.c
 CTL_SRCS := ulib/rpagectl.c ulib/rpagectl-config.c ulib/rpagectl-pool.c \
 	ulib/rpagectl-stat.c ulib/rpagectl-json.c ulib/rpagectl-map.c \
-	ulib/rpagectl-save.c ulib/rpagectl-prom.c
+	ulib/rpagectl-save.c ulib/rpagectl-prom.c ulib/rpagectl-monitor.c
 CTL_OBJS := $(patsubst ulib/%.c,$(O_USER)/%.o,$(CTL_SRCS))
 LIB_HDRS := ulib/librpage.h include/uapi/linux/rpage.h
 
@@ -106,14 +106,17 @@ $(O_USER)/%.o: ulib/%.c $(LIB_HDRS) ulib/rpagectl.h
 	@mkdir -p $(dir $@)
 	$(CC) $(USER_CFLAGS) -c -o $@ $<
 
-$(LIB_SO): $(O_USER)/librpage.pic.o ulib/librpage.map
+LIB_PIC_OBJS := $(patsubst ulib/%.c,$(O_USER)/%.pic.o,$(LIB_SRCS))
+LIB_OBJS := $(patsubst ulib/%.c,$(O_USER)/%.o,$(LIB_SRCS))
+
+$(LIB_SO): $(LIB_PIC_OBJS) ulib/librpage.map
 	$(CC) $(CFLAGS) $(LDFLAGS) -shared -Wl,-soname,$(LIB_SONAME) \
 		-Wl,--version-script=ulib/librpage.map -Wl,-z,defs \
-		-o $@ $(O_USER)/librpage.pic.o
+		-o $@ $(LIB_PIC_OBJS)
 	ln -sf $(notdir $@) $(O_USER)/$(LIB_SONAME)
 	ln -sf $(LIB_SONAME) $(O_USER)/librpage.so
 
-$(LIB_A): $(O_USER)/librpage.o
+$(LIB_A): $(LIB_OBJS)
 	$(AR) rcs $@ $^
 
 # -pthread: map pull's progress reads the mapping while the pull waits.

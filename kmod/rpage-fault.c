@@ -123,6 +123,8 @@ struct rpage_prefetch_run {
 	bool for_fault;
 	bool killable;
 	atomic_long_t failed;
+	/* RPAGE_IOC_PREFETCH's: the pages it found absent; else 0. */
+	unsigned long queued;
 	const char *stopped;
 	struct mem_cgroup *memcg;
 	unsigned int chunk_max;
@@ -667,6 +669,24 @@ static void rpage_prefetch_execute(struct rpage_prefetch_run *run)
 	rpage_prefetch_drop_chunk(run, &run->ahead);
 }
 
+/*
+ * The end of a prefetch RPAGE_IOC_PREFETCH asked for (a pull), as an
+ * event, for those who wait on events rather than poll the mapping.
+ */
+static void rpage_prefetch_report(struct rpage_prefetch_run *run)
+{
+	struct rpage_mapping *map = run->map;
+
+	/* Read-ahead and a fault's own runs have nothing queued to report. */
+	if (!run->queued || !rpage_events_wanted())
+		return;
+	rpage_event_prefetch_end(map->id, run->queued,
+				 atomic_long_read(&run->failed),
+				 rpage_map_pages_cached(map, 0, map->nr_pages - 1,
+							true),
+				 map->nr_pages, run->stopped);
+}
+
 static void rpage_prefetch_work_fn(struct work_struct *work)
 {
 	struct rpage_prefetch_run *run = container_of(work,
@@ -674,6 +694,7 @@ static void rpage_prefetch_work_fn(struct work_struct *work)
 						      work);
 
 	rpage_prefetch_execute(run);
+	rpage_prefetch_report(run);
 	rpage_prefetch_free(run);
 }
 
@@ -740,6 +761,7 @@ long rpage_ioctl_prefetch(struct rpage_file *rfile, void __user *argp)
 		ret = -ENOMEM;
 		goto out;
 	}
+	run->queued = arg.queued;
 	if (!rpage_prefetch_start(run)) {
 		rpage_prefetch_free(run);
 		goto out;
@@ -747,6 +769,7 @@ long rpage_ioctl_prefetch(struct rpage_file *rfile, void __user *argp)
 	if (arg.flags & RPAGE_PREFETCH_WAIT) {
 		run->killable = true;
 		rpage_prefetch_execute(run);
+		rpage_prefetch_report(run);
 		arg.failed = atomic_long_read(&run->failed);
 		rpage_prefetch_free(run);
 		if (fatal_signal_pending(current))

@@ -607,9 +607,13 @@ static int __init rpage_init(void)
 	while (!rpage_node_id)
 		rpage_node_id = get_random_u64();
 
-	ret = rpage_pools_init();
+	/* First in, last out: every part of the module sends events. */
+	ret = rpage_events_init();
 	if (ret)
 		return ret;
+	ret = rpage_pools_init();
+	if (ret)
+		goto err_events;
 	rpage_wq = alloc_workqueue("rpage", WQ_MEM_RECLAIM, 0);
 	if (!rpage_wq) {
 		ret = -ENOMEM;
@@ -652,6 +656,8 @@ err_wq:
 	destroy_workqueue(rpage_wq);
 err_pools:
 	rpage_pools_exit();
+err_events:
+	rpage_events_exit();
 	return ret;
 }
 
@@ -676,6 +682,7 @@ static void __exit rpage_exit(void)
 	destroy_workqueue(rpage_wq);
 	/* Peers are freed after a grace period, by this module's code. */
 	rcu_barrier();
+	rpage_events_exit();
 	pr_info("unloaded\n");
 }
 

@@ -276,6 +276,8 @@ long rpage_ioctl_map_add(struct rpage_file *rfile, void __user *argp)
 	pr_info("map %s: peer %s pool %llu, %llu bytes at %llu, node /dev/%s/%s\n",
 		arg.name, peer ? peer->name : "(deleted)", arg.pool_id,
 		m.length, arg.offset, RPAGE_MAP_NODE_DIR, arg.name);
+	rpage_event_map_add(arg.name, arg.map_id, peer, arg.pool_id,
+			    arg.offset, m.length);
 	if (peer)
 		rpage_peer_put(peer);
 	/*
@@ -318,6 +320,7 @@ static void rpage_named_remove(struct rpage_named *n, bool force)
 	device_del(&n->dev);
 	pr_info("map %s: deleted%s\n", dev_name(&n->dev),
 		force ? " by force" : "");
+	rpage_event_map_del(dev_name(&n->dev), map->id);
 	rpage_map_put(map);
 	put_device(&n->dev);
 }

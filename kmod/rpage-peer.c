@@ -69,6 +69,12 @@ static unsigned long rpage_peer_unreachable_since(struct rpage_peer *peer)
 	return jiffies;
 }
 
+/* A state as events name it: a deleted peer is gone for good. */
+static u32 rpage_peer_event_state(enum rpage_peer_state state)
+{
+	return state == RPAGE_PEER_STATE_DELETING ? RPAGE_PEER_DELETED : state;
+}
+
 /*
  * The one place a peer changes state, under its state lock. Whitelisted
  * transitions only: a deleted peer stays deleted, and only an explicit
@@ -126,6 +132,9 @@ static bool rpage_peer_transition(struct rpage_peer *peer,
 	strscpy(peer->cause, cause, sizeof(peer->cause));
 	peer->events++;
 	wake_up_all(&peer->wait);
+	if (old != new)
+		rpage_event_peer_state(peer, rpage_peer_event_state(old),
+				       rpage_peer_event_state(new), cause);
 	return true;
 }
 
@@ -899,6 +908,8 @@ long rpage_ioctl_peer_add(struct rpage_file *rfile, void __user *argp)
 		}
 	}
 	list_add_tail(&peer->entry, &rpage_peers);
+	/* Before its first attempt can change its state. */
+	rpage_event_peer_state(peer, 0, RPAGE_PEER_CONNECTING, "added");
 	mod_delayed_work(rpage_wq, &peer->connect_work, 0);
 	mod_delayed_work(rpage_wq, &peer->hb_work, rpage_heartbeat_interval());
 	mod_delayed_work(rpage_wq, &peer->hb_in_work, rpage_heartbeat_interval());

@@ -1038,6 +1038,21 @@ long rpage_ioctl_map_stats(struct rpage_file *rfile, void __user *argp);
 long rpage_ioctl_map_huge_stats(struct rpage_file *rfile, void __user *argp);
 struct rpage_mapping *rpage_map_get(const struct rpage_file *rfile, u64 id,
 				    bool named);
+/* rpage-events.c: events over generic netlink (see the UAPI header). */
+int rpage_events_init(void);
+void rpage_events_exit(void);
+bool rpage_events_wanted(void);
+void rpage_event_peer_state(const struct rpage_peer *peer, u32 old, u32 new,
+			    const char *cause);
+void rpage_event_rpool(const struct rpage_peer *peer, u64 pool_id,
+		       u64 length, u64 generation, const char *gone);
+void rpage_event_map_add(const char *name, u64 map_id,
+			 const struct rpage_peer *peer, u64 pool_id,
+			 u64 offset, u64 length);
+void rpage_event_map_del(const char *name, u64 map_id);
+void rpage_event_prefetch_end(u64 map_id, u64 pages, u64 failed, u64 local,
+			      u64 map_pages, const char *stopped);
+
 struct rpage_mapping *rpage_map_new(struct rpage_map *arg);
 int rpage_map_insert(struct rpage_mapping *map);
 void rpage_map_remove(struct rpage_mapping *map);

@@ -247,6 +247,10 @@ void rpage_rpools_clear(struct rpage_peer *peer)
 	}
 	spin_unlock(&peer->rpools_lock);
 	list_for_each_entry_safe(rpool, tmp, &gone, entry) {
+		/* A pool never received whole was never announced either. */
+		if (rpool->received == rpool->nr_mrs)
+			rpage_event_rpool(peer, rpool->id, rpool->length,
+					  rpool->generation, "disconnected");
 		list_del_init(&rpool->entry);
 		rpage_rpool_put(rpool);
 	}
@@ -263,6 +267,7 @@ static int rpage_rpool_add(struct rpage_peer *peer,
 	u64 id = le64_to_cpu(msg->pool_id);
 	u64 generation = le64_to_cpu(msg->generation);
 	struct rpage_rpool *rpool, *fresh = NULL, *old = NULL;
+	bool whole;
 	u32 i;
 
 	if (len < sizeof(*msg) ||
@@ -339,15 +344,25 @@ static int rpage_rpool_add(struct rpage_peer *peer,
 		rpool = old;
 		old = NULL;
 	}
+	/* Whole before this message: a fresh pool never is. */
+	whole = !fresh && rpool->received == rpool->nr_mrs;
 	for (i = 0; i < count; i++) {
 		rpool->mrs[first + i].iova = le64_to_cpu(msg->mrs[i].iova);
 		rpool->mrs[first + i].rkey = le32_to_cpu(msg->mrs[i].rkey);
 	}
 	rpool->received = first + count;
+	/* This message made it whole: it can be mapped from now on. */
+	whole = !whole && rpool->received == rpool->nr_mrs;
 	spin_unlock(&peer->rpools_lock);
 
-	if (old)
+	if (old) {
+		if (old->received == old->nr_mrs)
+			rpage_event_rpool(peer, id, old->length, old->generation,
+					  "replaced");
 		rpage_rpool_put(old);
+	}
+	if (whole)
+		rpage_event_rpool(peer, id, length, generation, NULL);
 	return 0;
 }
 
@@ -370,12 +385,16 @@ static int rpage_rpool_del(struct rpage_peer *peer,
 		}
 	}
 	spin_unlock(&peer->rpools_lock);
-	if (found)
+	if (found) {
+		if (found->received == found->nr_mrs)
+			rpage_event_rpool(peer, id, found->length, generation,
+					  "withdrawn");
 		/* The last transfer out acknowledges; maybe this. */
 		rpage_rpool_put(found);
-	else
+	} else {
 		/* Never had it: nothing to wait for. */
 		rpage_peer_ack(peer, id, generation);
+	}
 	return 0;
 }
 

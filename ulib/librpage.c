@@ -486,6 +486,7 @@ RPAGE_EXPORT const char *rpage_peer_state_name(__u32 state)
 		[RPAGE_PEER_CONNECTED] = "connected",
 		[RPAGE_PEER_RECONNECTING] = "reconnecting",
 		[RPAGE_PEER_FAILED] = "failed",
+		[RPAGE_PEER_DELETED] = "deleted",
 	};
 
 	return RPAGE_NAME_OF(names, state);

@@ -262,6 +262,60 @@ const char *rpage_pool_kind_name(__u32 kind);
  */
 const char *rpage_huge_fallback_name(__u32 cause);
 
+/*
+ * (1.7) Events (RPAGE_FEATURE_EVENTS; see "Events" in <linux/rpage.h>):
+ * one event as rpage_events_read() gives it. @type is RPAGE_EVENT_*;
+ * @present has bit (1ULL << RPAGE_EA_x) set for each attribute the
+ * module sent, and the fields of the others are zero. States are
+ * RPAGE_PEER_* (rpage_peer_state_name(); @old_state 0 for a peer just
+ * added, @state RPAGE_PEER_DELETED for one deleted).
+ */
+struct rpage_event {
+	__u32 type;
+	__u32 peer_id;
+	__u64 present;
+	__u64 time_ns;
+	__u32 old_state;
+	__u32 state;
+	char  peer[RPAGE_NAME_MAX];
+	char  map[RPAGE_NAME_MAX];
+	char  cause[RPAGE_CAUSE_MAX];
+	__u64 pool_id;
+	__u64 pool_length;
+	__u64 pool_generation;
+	__u64 map_id;
+	__u64 map_offset;
+	__u64 map_length;
+	__u64 pages;
+	__u64 failed;
+	__u64 local;
+	__u64 map_pages;
+	__u64 reserved[8];
+};
+
+/*
+ * (1.7) A socket that receives rpage's events (a generic netlink socket
+ * in the family's event group, close-on-exec; @flags may add
+ * SOCK_NONBLOCK): its fd, or -ENOENT if rpage.ko is not loaded or has no
+ * events, -EPERM without CAP_NET_ADMIN, or another negative errno. The
+ * fd may be poll(2)ed; it hears nothing more once the module is unloaded
+ * (open another after it is loaded again).
+ */
+int rpage_events_open(int flags);
+
+/*
+ * (1.7) The next event of @fd into @ev, waiting for one unless the socket
+ * is non-blocking: 0, -EAGAIN (none yet), -ENOBUFS (the socket's
+ * buffer overflowed and events were lost: read the state again with the
+ * list calls, then go on reading), -EPROTO (a message that is no event),
+ * or another negative errno.
+ */
+int rpage_events_read(int fd, struct rpage_event *ev);
+
+/* (1.7) The name of an RPAGE_EVENT_*: "peer_state", "pool_add",
+ * "pool_del", "map_add", "map_del", "prefetch_end"; NULL if unknown. */
+const char *rpage_event_name(__u32 type);
+
 #ifdef __cplusplus
 }
 #endif

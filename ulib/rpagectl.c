@@ -342,6 +342,7 @@ static const struct rpagectl_object objects[] = {
 	{ "stat",     cmd_stat,     "counters and latency of reads, writes and faults" },
 	{ "version",  cmd_version,  "library and module versions" },
 	{ "save",     cmd_save,     "print the configuration, as commands for -b" },
+	{ "monitor",  cmd_monitor,  "events as they happen: peer states, pools, mappings" },
 	{ "help",     cmd_help,     "this text" },
 };
 

@@ -26,6 +26,7 @@ int cmd_write(int argc, char **argv);
 int cmd_stat(int argc, char **argv);
 int cmd_map(int argc, char **argv);
 int cmd_save(int argc, char **argv);
+int cmd_monitor(int argc, char **argv);
 
 /* Helpers the objects share, in rpagectl.c. */
 void __attribute__((format(printf, 1, 2))) fail(const char *fmt, ...);

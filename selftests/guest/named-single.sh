@@ -942,6 +942,58 @@ test_named_libvirt_domain_boots() {
 	return "$rc"
 }
 
+# rpagectl monitor, -j and text, while a named mapping is made, pulled
+# and deleted, and peer self is deleted and added again: map_add (its
+# name, id, pool and length), prefetch_end of that id with every page
+# here, map_del; self from connected to deleted, then from none to
+# connecting ("added") and on to connected; in that order. Without
+# CAP_NET_ADMIN it is refused, clearly.
+test_named_monitor() {
+	local mon text id rc
+	"$RPAGECTL" -j monitor > /tmp/mon.json 2> /tmp/mon.err &
+	mon=$!
+	"$RPAGECTL" monitor map > /tmp/mon.txt 2>&1 &
+	text=$!
+	sleep 1
+	"$RPAGECTL" map add mon peer self pool "$NAMED_POOL" length 8M || fail "map add" || return
+	id=$(named_field mon id)
+	"$RPAGECTL" map pull mon wait > /dev/null || fail "map pull" || return
+	"$RPAGECTL" map del mon || fail "map del" || return
+	"$RPAGECTL" peer del self && "$RPAGECTL" peer add self addr "$RPAGE_IP" || return
+	wait_until 60 peer_is self connected || fail "self not connected again" || return
+	wait_until 30 remote_pool_listed self "$NAMED_POOL" || fail "pool not announced again" || return
+	kill "$mon" "$text"
+	wait "$mon" 2> /dev/null
+	wait "$text" 2> /dev/null
+	echo "monitor -j:"
+	cat /tmp/mon.err /tmp/mon.json
+	echo "monitor map:"
+	cat /tmp/mon.txt
+	jq -se --argjson id "$id" '
+		def first(f): [.[] | select(f)][0];
+		(first(.event == "map_add" and .map == "mon") | .map_id == $id and .peer == "self" and
+			.length == 8388608 and .offset == 0) and
+		(first(.event == "prefetch_end" and .map_id == $id) | .local == .map_pages and
+			.map_pages == 2048 and .failed == 0 and .stopped == null) and
+		([.[] | select(.event == "peer_state" and .peer == "self") | [.old_state, .state]] |
+			. == [["connected", "deleted"], [null, "connecting"]] + .[2:] and
+			.[-1][1] == "connected") and
+		([.[] | .event] | index("map_add") < index("prefetch_end") and
+			index("prefetch_end") < index("map_del") and
+			index("map_del") < index("peer_state"))' < /tmp/mon.json > /dev/null ||
+		fail "the events of the mapping and the peer, in order" || return
+	grep -Eq "^[0-9:.]+ map_add map mon id $id peer self " /tmp/mon.txt &&
+		! grep -q peer_state /tmp/mon.txt ||
+		fail "monitor map's text: $(cat /tmp/mon.txt)" || return
+	echo "monitor as nobody:"
+	timeout 30 setpriv --reuid=nobody --regid=nogroup --clear-groups \
+		"$RPAGECTL" monitor < /dev/null > /tmp/out 2> /tmp/err
+	rc=$?
+	cat /tmp/out /tmp/err
+	expect_eq "$rc" 1 "exit status of monitor without CAP_NET_ADMIN (124: it listened)" || return
+	grep -q "CAP_NET_ADMIN" /tmp/err || fail "no clear message: $(cat /tmp/err)"
+}
+
 # named_hold PATH HOW: a process holding PATH, as coprocess NAMED_HOLD:
 # HOW is "open" (open read-only), or "mapped" (a page of it mapped
 # shared and read, the file closed). It says "held" once it does.
@@ -1027,6 +1079,7 @@ run_test named_pull_then_pool_destroyed_reads_right test_named_pull_then_pool_de
 run_test named_pull_then_peer_deleted_lets_it_go test_named_pull_then_peer_deleted
 run_test named_map_add_before_the_peer_connects test_named_map_add_before_the_peer_connects
 run_test named_libvirt_domain_boots_on_a_mapping test_named_libvirt_domain_boots
+run_test named_monitor_sees_mappings_pulls_and_peers test_named_monitor
 run_test named_unload_refused_while_in_use test_named_unload_refused_while_in_use
 run_test named_unload_with_a_mapping test_named_unload_with_a_mapping
 tap_end

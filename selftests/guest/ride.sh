@@ -185,14 +185,52 @@ rt_watch_cause() {
 	echo "never left connected" > /tmp/rt-cause
 }
 
+# rpagectl monitor -j, from before the outage to after it: peer a's
+# state changes, each with its cause, in order (each from the state the
+# one before went to, times never going back), from connected to
+# reconnecting and at last connected again; and a's pools gone with its
+# connections, then announced again.
+rt_monitor_start() {
+	"$RPAGECTL" -j monitor > /tmp/rt-monitor.json 2> /tmp/rt-monitor.err &
+	RT_MONITOR=$!
+	# Subscribed in a moment; the link goes down seconds later, after
+	# the touch has begun and two barriers with A.
+	sleep 1
+}
+
+rt_monitor_check() {
+	local peer_events
+	kill "$RT_MONITOR"
+	wait "$RT_MONITOR" 2> /dev/null
+	cat /tmp/rt-monitor.err
+	echo "rpagectl -j monitor during the outage:"
+	cat /tmp/rt-monitor.json
+	peer_events=$(jq -sc '[.[] | select(.event == "peer_state" and .peer == "a")]' \
+		< /tmp/rt-monitor.json) || fail "monitor -j printed no JSON" || return
+	echo "$peer_events" | jq -e 'length >= 2 and
+		.[0].old_state == "connected" and .[0].state == "reconnecting" and
+		.[-1].state == "connected" and
+		all(.[]; (.cause | length) > 0) and
+		all(range(1; length) as $i | .[$i].old_state == .[$i - 1].state and
+		    .[$i].time_ns >= .[$i - 1].time_ns)' > /dev/null ||
+		fail "peer a's state changes, in order, from connected back to connected" || return
+	jq -se '
+		([.[] | select(.event == "pool_del" and .peer == "a" and .cause == "disconnected")] | length) > 0 and
+		([.[] | select(.event == "pool_del" and .peer == "a")][0].time_ns) <
+		([.[] | select(.event == "pool_add" and .peer == "a")][-1].time_ns // 0)' \
+		< /tmp/rt-monitor.json > /dev/null ||
+		fail "a's pools gone with its connections, then announced again"
+}
+
 test_rt_outage_b() {
 	rt_mark a
+	rt_monitor_start
 	rt_watch_cause_after_go &
-	rt_touch rt-outage || return
-	wait
+	rt_touch rt-outage || { kill "$RT_MONITOR"; return 1; }
+	wait "$!"
 	echo "during the outage: $(cat /tmp/rt-cause)"
 	grep -qE "completion|heartbeat|connecting|SEND" /tmp/rt-cause ||
-		fail "peer show did not name the cause" || return
+		{ kill "$RT_MONITOR"; fail "peer show did not name the cause"; return; }
 	# Faults are surely in flight when the loss is noticed if the sweep
 	# went on before it was. On the debug tier's kernel the barrier can
 	# take longer than the heartbeat needs to notice (5 s): the sweep's
@@ -201,9 +239,10 @@ test_rt_outage_b() {
 		echo "peer a was $RT_STATE_AT_GO when the sweep went on: no transfer in flight to retry"
 		rt_expect_rode_through a || return
 	else
-		rt_expect_rode_through a retried || return
+		rt_expect_rode_through a retried || { kill "$RT_MONITOR"; return 1; }
 	fi
-	barrier rt-outage-done
+	barrier rt-outage-done || { kill "$RT_MONITOR"; return 1; }
+	rt_monitor_check
 }
 
 rt_watch_cause_after_go() {

@@ -68,6 +68,9 @@
  * RPAGE_FEATURE_MAP_TO_END: RPAGE_MAP_TO_END, a mapping to the end of
  * the pool, whatever its length; a module without the bit refuses the
  * flag with EINVAL.
+ *
+ * RPAGE_FEATURE_EVENTS: the module multicasts events over generic netlink
+ * (RPAGE_GENL_NAME, below); without the bit there is no such family.
  */
 #define RPAGE_FEATURE_PEER_REFUSALS	(1ULL << 0)
 #define RPAGE_FEATURE_TRANSPORT		(1ULL << 1)
@@ -78,6 +81,7 @@
 #define RPAGE_FEATURE_WRITEBACK		(1ULL << 6)
 #define RPAGE_FEATURE_HUGE		(1ULL << 7)
 #define RPAGE_FEATURE_MAP_TO_END	(1ULL << 8)
+#define RPAGE_FEATURE_EVENTS		(1ULL << 9)
 #define RPAGE_FEATURES_ALL	(RPAGE_FEATURE_PEER_REFUSALS | \
 				 RPAGE_FEATURE_TRANSPORT | \
 				 RPAGE_FEATURE_TCP | \
@@ -86,7 +90,8 @@
 				 RPAGE_FEATURE_RECLAIM | \
 				 RPAGE_FEATURE_WRITEBACK | \
 				 RPAGE_FEATURE_HUGE | \
-				 RPAGE_FEATURE_MAP_TO_END)
+				 RPAGE_FEATURE_MAP_TO_END | \
+				 RPAGE_FEATURE_EVENTS)
 
 /* Bounds of names and of strings the kernel reports. */
 #define RPAGE_NAME_MAX		64
@@ -301,6 +306,8 @@ enum {
 	RPAGE_PEER_RECONNECTING	= 3,
 	/* The peer refused us for good (incompatible protocol). */
 	RPAGE_PEER_FAILED	= 4,
+	/* Only in events (RPAGE_EVENT_PEER_STATE): the peer was deleted. */
+	RPAGE_PEER_DELETED	= 5,
 };
 
 /*
@@ -1306,6 +1313,81 @@ struct rpage_map_info {
 	_IOWR(RPAGE_IOC_MAGIC, _RPAGE_POOL_GET_PEERS, struct rpage_pool_peers)
 #define RPAGE_IOC_MAP_HUGE_STATS \
 	_IOWR(RPAGE_IOC_MAGIC, _RPAGE_MAP_HUGE_STATS, struct rpage_map_huge_stats)
+
+/*
+ * Events (RPAGE_FEATURE_EVENTS): what changes on the host, as it
+ * happens, multicast by the generic netlink family RPAGE_GENL_NAME in its
+ * group RPAGE_GENL_MCGRP_EVENTS (resolve both with the controller's
+ * CTRL_CMD_GETFAMILY, as `genl ctrl get name rpage` does); joining the
+ * group needs CAP_NET_ADMIN. Each event is one message: its genlmsghdr
+ * .cmd is an RPAGE_EVENT_*, its attributes RPAGE_EA_*, those named below
+ * for it (a listener skips any it does not know: later versions add
+ * some, never change one). The family has no commands: the state to
+ * start from is read with the list ioctls, and a listener that falls
+ * behind loses events (recv(2) fails with ENOBUFS) and reads it again.
+ *
+ * RPAGE_EVENT_PEER_STATE: a peer changed state (added: from 0; deleted:
+ *	to RPAGE_PEER_DELETED). PEER_ID, PEER_NAME, OLD_STATE, STATE (both
+ *	RPAGE_PEER_*), CAUSE (as `rpagectl peer show` gives it), TIME_NS.
+ * RPAGE_EVENT_POOL_ADD: a connected peer announced a pool (whole: it can
+ *	be mapped now). PEER_ID, PEER_NAME, POOL_ID, POOL_LENGTH,
+ *	POOL_GENERATION, TIME_NS.
+ * RPAGE_EVENT_POOL_DEL: a peer's pool is gone from its table: withdrawn
+ *	by the peer, or with the peer's connections (CAUSE says which). The
+ *	attributes of RPAGE_EVENT_POOL_ADD, and CAUSE.
+ * RPAGE_EVENT_MAP_ADD: a named mapping was made. MAP_NAME, MAP_ID,
+ *	PEER_ID, PEER_NAME, POOL_ID, MAP_OFFSET, MAP_LENGTH, TIME_NS.
+ * RPAGE_EVENT_MAP_DEL: a named mapping was deleted. MAP_NAME, MAP_ID,
+ *	TIME_NS.
+ * RPAGE_EVENT_PREFETCH_END: a prefetch of a mapping (RPAGE_IOC_PREFETCH,
+ *	named or not: `rpagectl map pull`) is over. MAP_ID, PAGES (it claimed), FAILED
+ *	(pages it could not read), LOCAL (the mapping's pages here now) and
+ *	MAP_PAGES (all of them; a mapping with LOCAL == MAP_PAGES needs its
+ *	peer no more), CAUSE if it stopped early (as the kernel log says
+ *	it), TIME_NS.
+ *
+ * TIME_NS is CLOCK_REALTIME, in nanoseconds.
+ */
+#define RPAGE_GENL_NAME		"rpage"
+#define RPAGE_GENL_VERSION	1
+#define RPAGE_GENL_MCGRP_EVENTS	"events"
+
+enum {
+	RPAGE_EVENT_UNSPEC,
+	RPAGE_EVENT_PEER_STATE,
+	RPAGE_EVENT_POOL_ADD,
+	RPAGE_EVENT_POOL_DEL,
+	RPAGE_EVENT_MAP_ADD,
+	RPAGE_EVENT_MAP_DEL,
+	RPAGE_EVENT_PREFETCH_END,
+	__RPAGE_EVENT_MAX,
+};
+#define RPAGE_EVENT_MAX		(__RPAGE_EVENT_MAX - 1)
+
+/* Event attributes: the netlink type of each. */
+enum {
+	RPAGE_EA_UNSPEC,
+	RPAGE_EA_PAD,			/* padding of the 64-bit ones */
+	RPAGE_EA_TIME_NS,		/* u64 */
+	RPAGE_EA_PEER_ID,		/* u32 */
+	RPAGE_EA_PEER_NAME,		/* NUL-terminated string */
+	RPAGE_EA_OLD_STATE,		/* u32 */
+	RPAGE_EA_STATE,			/* u32 */
+	RPAGE_EA_CAUSE,			/* NUL-terminated string */
+	RPAGE_EA_POOL_ID,		/* u64 */
+	RPAGE_EA_POOL_LENGTH,		/* u64, bytes */
+	RPAGE_EA_POOL_GENERATION,	/* u64 */
+	RPAGE_EA_MAP_NAME,		/* NUL-terminated string */
+	RPAGE_EA_MAP_ID,		/* u64 */
+	RPAGE_EA_MAP_OFFSET,		/* u64, bytes */
+	RPAGE_EA_MAP_LENGTH,		/* u64, bytes */
+	RPAGE_EA_PAGES,			/* u64 */
+	RPAGE_EA_FAILED,		/* u64, pages */
+	RPAGE_EA_LOCAL,			/* u64, pages */
+	RPAGE_EA_MAP_PAGES,		/* u64 */
+	__RPAGE_EA_MAX,
+};
+#define RPAGE_EA_MAX		(__RPAGE_EA_MAX - 1)
 
 #define RPAGE_API_IOCTLS \
 	((1ULL << _RPAGE_API) | (1ULL << _RPAGE_DEVICE_LIST) | \
