@@ -299,17 +299,3 @@ RPAGE_EXPORT int rpage_events_read(int fd, struct rpage_event *ev)
 	}
 	return 0;
 }
-
-RPAGE_EXPORT const char *rpage_event_name(__u32 type)
-{
-	static const char *const names[] = {
-		[RPAGE_EVENT_PEER_STATE] = "peer_state",
-		[RPAGE_EVENT_POOL_ADD] = "pool_add",
-		[RPAGE_EVENT_POOL_DEL] = "pool_del",
-		[RPAGE_EVENT_MAP_ADD] = "map_add",
-		[RPAGE_EVENT_MAP_DEL] = "map_del",
-		[RPAGE_EVENT_PREFETCH_END] = "prefetch_end",
-	};
-
-	return type < sizeof(names) / sizeof(names[0]) ? names[type] : NULL;
-}

@@ -553,3 +553,17 @@ RPAGE_EXPORT const char *rpage_pool_kind_name(__u32 kind)
 
 	return RPAGE_NAME_OF(names, kind);
 }
+
+RPAGE_EXPORT const char *rpage_event_name(__u32 type)
+{
+	static const char *const names[] = {
+		[RPAGE_EVENT_PEER_STATE] = "peer_state",
+		[RPAGE_EVENT_POOL_ADD] = "pool_add",
+		[RPAGE_EVENT_POOL_DEL] = "pool_del",
+		[RPAGE_EVENT_MAP_ADD] = "map_add",
+		[RPAGE_EVENT_MAP_DEL] = "map_del",
+		[RPAGE_EVENT_PREFETCH_END] = "prefetch_end",
+	};
+
+	return RPAGE_NAME_OF(names, type);
+}
