@@ -211,8 +211,8 @@ rt_monitor_check() {
 		.[0].old_state == "connected" and .[0].state == "reconnecting" and
 		.[-1].state == "connected" and
 		all(.[]; (.cause | length) > 0) and
-		all(range(1; length) as $i | .[$i].old_state == .[$i - 1].state and
-		    .[$i].time_ns >= .[$i - 1].time_ns)' > /dev/null ||
+		([range(1; length) as $i | .[$i].old_state == .[$i - 1].state and
+		  .[$i].time_ns >= .[$i - 1].time_ns] | all)' > /dev/null ||
 		fail "peer a's state changes, in order, from connected back to connected" || return
 	jq -se '
 		([.[] | select(.event == "pool_del" and .peer == "a" and .cause == "disconnected")] | length) > 0 and
