@@ -99,6 +99,8 @@ struct rpage_prefetch_chunk {
  *	neither counted nor marked as prefetched.
  * @killable: run by the caller's task, which a fatal signal ends.
  * @failed: pages whose READ failed, or that were never read.
+ * @queued: RPAGE_IOC_PREFETCH's: the pages it found absent (its event
+ *	says how many it read); 0 for the others.
  * @stopped: why it stopped claiming pages before its end, for the log
  *	(NULL while it has not).
  * @memcg: what its pages are charged to, referenced (NULL: the caller's).
@@ -123,7 +125,6 @@ struct rpage_prefetch_run {
 	bool for_fault;
 	bool killable;
 	atomic_long_t failed;
-	/* RPAGE_IOC_PREFETCH's: the pages it found absent; else 0. */
 	unsigned long queued;
 	const char *stopped;
 	struct mem_cgroup *memcg;

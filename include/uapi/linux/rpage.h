@@ -1362,6 +1362,7 @@ enum {
 	RPAGE_EVENT_PREFETCH_END,
 	__RPAGE_EVENT_MAX,
 };
+
 #define RPAGE_EVENT_MAX		(__RPAGE_EVENT_MAX - 1)
 
 /* Event attributes: the netlink type of each. */
@@ -1387,6 +1388,7 @@ enum {
 	RPAGE_EA_MAP_PAGES,		/* u64 */
 	__RPAGE_EA_MAX,
 };
+
 #define RPAGE_EA_MAX		(__RPAGE_EA_MAX - 1)
 
 #define RPAGE_API_IOCTLS \
