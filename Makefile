@@ -14,6 +14,8 @@
 #                             moved from host A to host B without its RAM
 #   make demo-faults          host B faulting in host A's pool
 #   make bench                rpage against its baselines, in QEMU guests
+#   make bench-count          the instructions a fault executes, against
+#                             the kernel's own first touch (QEMU -icount)
 #   make install              library, headers, rpagectl, man pages, and
 #                             rpage-setup with its systemd unit and udev rule,
 #                             bash completion
@@ -86,7 +88,7 @@ TEST_BINS := $(addprefix $(O_USER)/selftests/,$(TEST_PROGS) $(RDMA_PEERS) \
 
 .PHONY: htmldocs
 .PHONY: all module user selftests check check-debug check-debug-quick demo \
-	demo-faults bench \
+	demo-faults bench bench-count \
 	install install-dkms deb clean checkpatch sparse deps
 
 all: module user
@@ -218,6 +220,9 @@ demo-faults:
 
 bench:
 	./selftests/vm/bench.sh
+
+bench-count:
+	./selftests/vm/count.sh
 
 # librpage.pc says where the library and headers are installed, so it is
 # written here, from the directories of this make install: one made at

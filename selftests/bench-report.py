@@ -109,6 +109,17 @@ COMPARISONS = [
     ("faults MiB/s, 4 threads / 1", "fault_t4_tput", "mib_per_s", "fault_t1_tput", "mib_per_s", None, "higher"),
 ]
 
+# make bench-count: what a fault executes, in instructions (a guest
+# under -icount shift=0: one ns of its clock per instruction), held to
+# the same baselines as the loop rows above.
+COUNTED = ["loop_fault_random", "floor_memfd_random", "floor_anon_random",
+           "uffd_local_random"]
+COUNT_COMPARISONS = [
+    ("loop fault / the floor: shared memfd first touch", "loop_fault_random", "p50_ns", "floor_memfd_random", "p50_ns", 1.0, "lower"),
+    ("loop fault / the floor: anonymous first touch", "loop_fault_random", "p50_ns", "floor_anon_random", "p50_ns", 3.0, "lower"),
+    ("loop fault / userfaultfd handler, local", "loop_fault_random", "p50_ns", "uffd_local_random", "p50_ns", None, "lower"),
+]
+
 # The latency distributions the plot shows, when their samples exist.
 PLOTTED = ["fault_random", "fault_seq", "read_lat_qd1", "ib_read_lat",
            "uffd_rdma_random", "uffd_tcp_random"]
@@ -167,7 +178,7 @@ def median(values):
     return v[n // 2] if n % 2 else (v[n // 2 - 1] + v[n // 2]) / 2
 
 
-def compare_rounds(rounds):
+def compare_rounds(rounds, comparisons=None):
     """Each comparison whose two figures every round measured: its
     per-round ratios, their median (judged against the target) and
     spread. A drift over the run moves both figures of a round alike, so
@@ -176,7 +187,7 @@ def compare_rounds(rounds):
     rows = []
     if not rounds:
         return rows
-    for what_, mine, mf, base, bf, target, better in COMPARISONS:
+    for what_, mine, mf, base, bf, target, better in comparisons or COMPARISONS:
         ratios = []
         for recs in rounds:
             a = recs.get(mine, {}).get(mf)
@@ -237,9 +248,8 @@ def print_rounds(rows):
                figure(r["baseline"], r["baseline_field"]), r["median"],
                "%.2f-%.2f" % (r["min"], r["max"]), fmt_target(r),
                " ".join("%.2f" % x for x in r["ratios"])))
-    print(DOORBELL_NOTE)
-    print()
-    print("one run of everything:")
+    if any(r["doorbell"] for r in rows):
+        print(DOORBELL_NOTE)
 
 
 def rst_table(header, rows):
@@ -414,12 +424,55 @@ def commit():
     return out.stdout.strip() if out.returncode == 0 else ""
 
 
+def count_report(results, kernel):
+    """make bench-count: each figure's p50 in instructions (the median of
+    the rounds, with their range), then the ratios. 1 if a round lacks
+    a figure."""
+    try:
+        rounds = load_rounds(results)
+    except MixedRuns as e:
+        print("bench-report: records of two runs mixed: %s" % e, file=sys.stderr)
+        return 1
+    missing = sorted({name for recs in rounds for name in COUNTED
+                      if recs.get(name, {}).get("p50_ns") is None})
+    if not rounds or missing:
+        print("bench-report: rounds without a figure: %s" %
+              (", ".join(missing) or "no rounds"), file=sys.stderr)
+        return 1
+    figures = {}
+    print("instructions per first touch, p50, median of %d rounds (min-max)" %
+          len(rounds))
+    for name in COUNTED:
+        per = [recs[name]["p50_ns"] for recs in rounds]
+        figures[name] = {"median": median(per), "min": min(per),
+                         "max": max(per), "rounds": per}
+        print("  %-22s %9d  (%d-%d)" % (name, median(per), min(per), max(per)))
+    rows = compare_rounds(rounds, COUNT_COMPARISONS)
+    for r in rows:
+        r["doorbell"] = False
+    print()
+    print_rounds(rows)
+    meta = {"date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+            "kernel": kernel, "accel": "tcg, -icount shift=0,sleep=off",
+            "commit": commit(), "unit": "instructions"}
+    with open(os.path.join(results, "results.json"), "w") as f:
+        json.dump({"meta": meta, "figures": figures, "rounds": rows}, f,
+                  indent=1, sort_keys=True)
+    print()
+    print("results: %s/results.json" % results)
+    return 0
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("results")
     ap.add_argument("--kernel", default="")
     ap.add_argument("--accel", default="")
+    ap.add_argument("--count", action="store_true",
+                    help="make bench-count's records: instructions, not times")
     args = ap.parse_args()
+    if args.count:
+        return count_report(args.results, args.kernel)
 
     try:
         records = load_records(args.results)
@@ -434,6 +487,9 @@ def main():
     rows = compare(records)
     round_rows = compare_rounds(rounds)
     print_rounds(round_rows)
+    if round_rows:
+        print()
+        print("one run of everything:")
     print_tables(records, rows)
     write_csv(os.path.join(args.results, "results.csv"), records)
     png = plot(args.results)

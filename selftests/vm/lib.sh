@@ -186,7 +186,9 @@ vm_accel() {
 # vm_boot KVER RUNDIR JOB [options]
 #   --smp N --mem MiB --ip ADDR --node NAME --peer-ip ADDR --peer-node NAME
 #   --udp LOCALPORT:REMOTEPORT | --listen SOCKET | --connect SOCKET
-#   --mac MAC --sync DIR --timeout SECONDS
+#   --mac MAC --sync DIR --timeout SECONDS --icount
+# --icount: QEMU counts instructions (TCG only): the guest's clock
+# advances 1 ns per instruction, never while idle (make bench-count).
 # Boots one guest that runs JOB (a path relative to the repo), waits for
 # it, and leaves console.log and out/ in RUNDIR. Returns non-zero when
 # the guest did not finish its job (watchdog, crash).
@@ -195,9 +197,10 @@ vm_boot_once() {
 	shift 3
 	local smp=2 mem=2048 ip=192.0.2.1 node=single peer_ip="" peer_node=""
 	local udp="" stream="" mac=52:54:00:12:34:01 sync=""
-	local timeout=${RPAGE_VM_TIMEOUT:-900} netdev
+	local timeout=${RPAGE_VM_TIMEOUT:-900} netdev icount=0
 	while [ $# -gt 0 ]; do
 		case "$1" in
+		--icount) icount=1; shift; continue ;;
 		--smp) smp=$2 ;;
 		--mem) mem=$2 ;;
 		--ip) ip=$2 ;;
@@ -217,6 +220,10 @@ vm_boot_once() {
 
 	local accel img root modules=""
 	accel=$(vm_accel "$kver") || return 1
+	if [ "$icount" = 1 ] && [ "$accel" != tcg ]; then
+		echo "vm_boot: --icount needs TCG, not $accel (RPAGE_VM_ACCEL=tcg)" >&2
+		return 2
+	fi
 	img=$(vm_initramfs "$kver") || return 1
 	# A kernel built here has no modules in the host's /lib/modules:
 	# the guest's init lays its own over it.
@@ -259,6 +266,7 @@ vm_boot_once() {
 		-device "virtio-net-pci,netdev=n0,mac=$mac"
 	)
 	[ "$accel" = kvm ] && args+=(-cpu host)
+	[ "$icount" = 1 ] && args+=(-icount shift=0,sleep=off)
 	# Under TCG, 6.12 guests crashed under heavy rxe traffic with the
 	# interrupted frame's flags holding a slab pointer (EFLAGS =
 	# low half of the kmem_cache | 0x202; issue 13): QEMU 7.2's
