@@ -113,7 +113,8 @@ static bool rpage_peer_transition(struct rpage_peer *peer,
 		return false;
 
 	if (old != new) {
-		peer->state = new;
+		/* Read without the lock by rpage_peer_wait_connected(). */
+		WRITE_ONCE(peer->state, new);
 		peer->state_since = ktime_get_ns();
 		if (old == RPAGE_PEER_STATE_CONNECTED) {
 			peer->down_since = rpage_peer_unreachable_since(peer);
@@ -376,6 +377,14 @@ int rpage_peer_wait_connected(struct rpage_peer *peer, bool killable,
 	unsigned int loss, seen;
 	long left;
 
+	/*
+	 * Connected: no lock. A peer that goes down just after this read is
+	 * found so by the transport, whose channel the attempt then takes
+	 * (-EAGAIN), and this is asked again; the lock is only for the
+	 * figures of a wait.
+	 */
+	if (READ_ONCE(peer->state) == RPAGE_PEER_STATE_CONNECTED)
+		return 0;
 	for (;;) {
 		spin_lock(&peer->state_lock);
 		state = peer->state;
