@@ -1981,13 +1981,6 @@ static int cmd_fault(int argc, char **argv)
 
 /* floor */
 
-struct floor_opts {
-	uint64_t size;
-	bool random;
-	const char *samples_dir;
-	uint64_t seed;
-};
-
 static void floor_usage(FILE *out)
 {
 	fprintf(out,
@@ -1996,28 +1989,6 @@ static void floor_usage(FILE *out)
 		"Time the first touch of every page of a fresh shared memfd (a read)\n"
 		"and of private anonymous memory (a write), without userfaultfd, and\n"
 		"print their latencies as JSON lines (floor_memfd_ORDER, floor_anon_ORDER).\n");
-}
-
-static bool floor_parse_one(int c, void *opts)
-{
-	struct floor_opts *o = opts;
-
-	switch (c) {
-	case 's':
-		return parse_size(optarg, &o->size);
-	case 'o':
-		return fault_parse_choice("--order", optarg, "random", "seq",
-					  &o->random);
-	case 'D':
-		o->samples_dir = optarg;
-		return true;
-	case 'e':
-		if (parse_num(optarg, false, UINT64_MAX, &o->seed))
-			return true;
-		pr_err("--seed '%s' is not a number", optarg);
-		return false;
-	}
-	return false;
 }
 
 /*
@@ -2107,13 +2078,14 @@ static int cmd_floor(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
 	};
-	struct floor_opts o = { .seed = DEFAULT_SEED };
+	/* fault's options, of which floor takes four. */
+	struct fault_opts o = { .seed = DEFAULT_SEED };
 	size_t npages, *order = NULL;
 	uint64_t *ns = NULL;
 	char name[64];
 	int ret = -1;
 
-	if (parse_options(argc, argv, "floor", longopts, floor_parse_one, &o,
+	if (parse_options(argc, argv, "floor", longopts, fault_parse_one, &o,
 			  floor_usage))
 		return 1;
 	if (!o.size || o.size % BASELINE_PAGE) {

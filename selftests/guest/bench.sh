@@ -234,10 +234,7 @@ tcp_uffd() {
 
 # On B: its own pool 2, with the pattern, read through its loop peer.
 loop_setup() {
-	rm -f /tmp/ready-loop /tmp/until-loop
-	"$PATTERN" export 2 "$SIZE" --ready /tmp/ready-loop --until /tmp/until-loop > /dev/null &
-	wait_until 60 test -e /tmp/ready-loop || fail "local pool exporter not ready" || return
-	loop_peer_add lo 2
+	loop_pattern_pool 2 "$SIZE" loop
 }
 
 # measure_loop DIR SIZE [R]: faults over the loop, one thread and four,

@@ -16,17 +16,13 @@
 
 ROUNDS=3
 SIZE=4M
-PATTERN=$SELFTESTS/rpage_pattern
 UFFD=$SELFTESTS/rpage_uffd_baseline
 BENCH=$SELFTESTS/rpage-bench
 OUT=$RPAGE_OUT/count
 
 # Pool 2 of this host, with the pattern, through its loop peer "lo".
 count_setup() {
-	rm -f /tmp/ready-count /tmp/until-count
-	"$PATTERN" export 2 "$SIZE" --ready /tmp/ready-count --until /tmp/until-count > /dev/null &
-	wait_until 60 test -e /tmp/ready-count || fail "the pool's exporter is not ready" || return
-	loop_peer_add lo 2
+	loop_pattern_pool 2 "$SIZE" count
 }
 
 count_rpage() {

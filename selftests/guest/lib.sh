@@ -445,6 +445,17 @@ loop_peer_add() {
 	wait_until 30 remote_pool_listed "$1" "$2" || fail "pool $2 not listed through $1"
 }
 
+# loop_pattern_pool POOL SIZE TAG: this host's pool POOL of SIZE bytes,
+# with the pattern (rpage_pattern export, until /tmp/until-TAG appears),
+# read through its loop peer "lo" (the benchmarks' pool with no wire).
+loop_pattern_pool() {
+	rm -f "/tmp/ready-$3" "/tmp/until-$3"
+	"$SELFTESTS/rpage_pattern" export "$1" "$2" --ready "/tmp/ready-$3" \
+		--until "/tmp/until-$3" > /dev/null &
+	wait_until 60 test -e "/tmp/ready-$3" || fail "the exporter of pool $1 is not ready" || return
+	loop_peer_add lo "$1"
+}
+
 # endpoint_field FIELD: a field of the first endpoint.
 endpoint_field() {
 	"$RPAGECTL" -j endpoint show | jq -r ".[0].$1"
