@@ -102,6 +102,12 @@ COMPARISONS = [
     ("2 MiB region first touch p50", "huge_touch", "p50_ns", "ib_read_lat_2m", "p50_ns", None, "lower"),
     ("2 MiB region first touch p50 / 512 4 KiB faults", "huge_touch", "p50_ns", "region_touch", "p50_ns", None, "lower"),
     ("pull of a 2M mapping MiB/s, 2 MiB READs", "huge_pull_tput", "mib_per_s", "ib_read_bw_2m", "mib_per_s", 0.9, "higher"),
+    # Scale: one guest with two vCPUs, one thread then two faulting
+    # disjoint slices of one mapping (selftests/guest/scale.sh).
+    ("faults MiB/s, 2 threads on 2 vCPUs / 1, loop", "scale_loop_fault_t2_tput", "mib_per_s", "scale_loop_fault_t1_tput", "mib_per_s", 1.8, "higher"),
+    ("fault p50, 2 threads on 2 vCPUs / 1, loop", "scale_loop_fault_t2", "p50_ns", "scale_loop_fault_t1", "p50_ns", None, "lower"),
+    ("faults MiB/s, 2 threads on 2 vCPUs / 1, RDMA", "scale_rdma_fault_t2_tput", "mib_per_s", "scale_rdma_fault_t1_tput", "mib_per_s", None, "higher"),
+    ("fault p50, 2 threads on 2 vCPUs / 1, RDMA", "scale_rdma_fault_t2", "p50_ns", "scale_rdma_fault_t1", "p50_ns", 1.1, "lower"),
 ] + [
     ("faults MiB/s, 1 thread, random", "fault_t1_tput", "mib_per_s", "uffd_rdma_random_tput", "mib_per_s", None, "higher"),
     ("faults MiB/s, 1 thread, random", "fault_t1_tput", "mib_per_s", "uffd_tcp_random_tput", "mib_per_s", None, "higher"),
