@@ -217,7 +217,16 @@ test_guard_tcp_flooding_exporter_bounded() {
 	[ -n "$late" ] || fail "the flood ended before the late peer was added" || return
 	[ "$took" -le $(( (before + 1000) * RPAGE_SLOW)) ] ||
 		fail "the late peer took $took ms to connect, $before ms before the flood" || return
-	[ "$max" -lt 1024 ] || fail "the slab grew by $max KiB"
+	# On the debug kernel, KASAN holds freed objects in its quarantine
+	# (up to 1/32 of memory, 64 MiB here) before their slab pages go:
+	# there the growth measures the flood's frees, not what rpage keeps
+	# (1536 KiB once, with the drops bounded as everywhere). Its kmemleak
+	# scan at the end of the job judges leaks there; the bound is judged
+	# on the stock kernels.
+	case $RPAGE_KVER in
+	*-rpage-debug) echo "the debug kernel's quarantine of freed objects is in it: not judged here" ;;
+	*) [ "$max" -lt 1024 ] || fail "the slab grew by $max KiB" ;;
+	esac
 }
 
 # A process holding a 1 MiB memfd sealed with $1 (write, future-write or
