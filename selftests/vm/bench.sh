@@ -43,13 +43,7 @@ start=$(date +%s)
 scale=$VM_DIR/bench-scale
 vm_boot "$kver" "$scale" selftests/guest/scale.sh --smp 2 --mem 2048
 echo "bench: the scale guest ran $(( $(date +%s) - start ))s"
-if ! vm_judge "$scale" || [ "$(cat "$scale/out/job.rc" 2>/dev/null)" != 0 ] ||
-   grep -q "^not ok" "$scale"/out/tap/*.tap 2>/dev/null; then
-	echo "bench: the scale guest's job, last 40 lines:" >&2
-	tail -n 40 "$scale/out/job.log" 2>/dev/null | sed 's/^/  /' >&2
-	cat "$scale/problems" 2>/dev/null >&2
-	exit 1
-fi
+vm_job_ok "bench (scale)" "$scale" || exit 1
 
 results=$RPAGE_BUILD/bench/$kver
 rm -rf "$results"

@@ -22,13 +22,7 @@ start=$(date +%s)
 vm_boot "$kver" "$run" selftests/guest/count.sh --smp 1 --mem 1536 --icount \
 	--timeout "${RPAGE_VM_TIMEOUT:-1800}"
 echo "bench-count: the guest ran $(( $(date +%s) - start ))s"
-if ! vm_judge "$run" || [ "$(cat "$run/out/job.rc" 2>/dev/null)" != 0 ] ||
-   grep -q "^not ok" "$run"/out/tap/*.tap 2>/dev/null; then
-	echo "bench-count: the guest's job, last 40 lines:" >&2
-	tail -n 40 "$run/out/job.log" 2>/dev/null | sed 's/^/  /' >&2
-	cat "$run/problems" 2>/dev/null >&2
-	exit 1
-fi
+vm_job_ok "bench-count" "$run" || exit 1
 results=$RPAGE_BUILD/bench-count/$kver
 rm -rf "$results"
 mkdir -p "$results"

@@ -540,6 +540,21 @@ vm_console_tail() {
 		awk -v prefix="$2" '{ print prefix $0 }'
 }
 
+# vm_job_ok WHO RUN: whether the lone guest in RUN finished its job
+# with a clean kernel log, exit status 0 and no failed test; if not,
+# says so for WHO with the job's last 40 lines and the log's problems.
+vm_job_ok() {
+	local who=$1 run=$2
+	if vm_judge "$run" && [ "$(cat "$run/out/job.rc" 2>/dev/null)" = 0 ] &&
+	   ! grep -q "^not ok" "$run"/out/tap/*.tap 2>/dev/null; then
+		return 0
+	fi
+	echo "$who: the guest's job, last 40 lines:" >&2
+	tail -n 40 "$run/out/job.log" 2>/dev/null | sed 's/^/  /' >&2
+	cat "$run/problems" 2>/dev/null >&2
+	return 1
+}
+
 # vm_show_pair NAME DIR FAILED_NODE...: after a run of the pair in DIR
 # failed, on standard error, for both hosts: the problems of each failed
 # one and the end of each console. One host's failure often starts on
