@@ -454,8 +454,6 @@ def count_report(results, kernel):
                          "max": max(per), "rounds": per}
         print("  %-22s %9d  (%d-%d)" % (name, median(per), min(per), max(per)))
     rows = compare_rounds(rounds, COUNT_COMPARISONS)
-    for r in rows:
-        r["doorbell"] = False
     print()
     print_rounds(rows)
     meta = {"date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
