@@ -949,19 +949,22 @@ test_named_libvirt_domain_boots() {
 # connecting ("added") and on to connected; in that order. Without
 # CAP_NET_ADMIN it is refused, clearly.
 test_named_monitor() {
-	local mon text id rc
+	local mon text id rc pool=22
+	"$RPAGECTL" pool create $pool size 8M || return
+	wait_until 30 remote_pool_listed self $pool || fail "pool not announced" || return
 	"$RPAGECTL" -j monitor > /tmp/mon.json 2> /tmp/mon.err &
 	mon=$!
 	"$RPAGECTL" monitor map > /tmp/mon.txt 2>&1 &
 	text=$!
 	sleep 1
-	"$RPAGECTL" map add mon peer self pool "$NAMED_POOL" length 8M || fail "map add" || return
+	"$RPAGECTL" map add mon peer self pool $pool length 8M || fail "map add" || return
 	id=$(named_field mon id)
 	"$RPAGECTL" map pull mon wait > /dev/null || fail "map pull" || return
 	"$RPAGECTL" map del mon || fail "map del" || return
 	"$RPAGECTL" peer del self && "$RPAGECTL" peer add self addr "$RPAGE_IP" || return
 	wait_until 60 peer_is self connected || fail "self not connected again" || return
-	wait_until 30 remote_pool_listed self "$NAMED_POOL" || fail "pool not announced again" || return
+	wait_until 30 remote_pool_listed self $pool || fail "pool not announced again" || return
+	"$RPAGECTL" pool destroy $pool || return
 	kill "$mon" "$text"
 	wait "$mon" 2> /dev/null
 	wait "$text" 2> /dev/null
