@@ -391,15 +391,17 @@ test_named_node_permissions() {
 }
 
 # One copy of each page: what one process writes, another reads. The
-# pool is writable, so writeback takes the write to it sooner or later:
-# the bytes that were there are written back over it, for the tests
-# after this one, which read the pool's pattern.
+# pool is writable, and the flusher may write the page back while it
+# holds the write: the bytes that were there are put back and the page
+# evicted (written back first), so that the pool holds its pattern again
+# for the tests after this one, which read the pool itself.
 test_named_processes_share_pages() {
 	local off=$((5 << 20)) got was
 	was=$($NODE_TOOL read "$NODE" "$off" 16) || return
 	$NODE_TOOL write "$NODE" "$off" 0123456789abcdeffedcba9876543210 || return
 	got=$($NODE_TOOL read "$NODE" "$off" 16) || return
 	$NODE_TOOL write "$NODE" "$off" "$was" || return
+	"$RPAGECTL" map evict vm offset "$off" length 4K || fail "evicting the page written" || return
 	expect_eq "$got" 0123456789abcdeffedcba9876543210 "bytes read by another process"
 }
 
