@@ -3,8 +3,9 @@
 #
 # Install every Debian 12 package that building rpage, its tests, the
 # demo, the benchmarks and its Debian packages (make deb) need; libvirt
-# for the check of the admin guide's libvirt domain (its daemons are not
-# started by the checks); bpftrace for the tests of the bpftrace scripts.
+# and apparmor (apparmor_parser) for the check of the admin guide's
+# libvirt domain (its daemons are not started by the checks, nor AppArmor
+# on this host); bpftrace for the tests of the bpftrace scripts.
 # Idempotent; run as root.
 set -eu
 
@@ -18,7 +19,7 @@ rdma-core ibverbs-utils rdmacm-utils perftest
 libibverbs-dev librdmacm-dev
 sparse gnuplot-nox jq bpftrace
 dpkg-dev debhelper dh-dkms lintian systemd man-db bash-completion
-libvirt-clients libvirt-daemon-driver-qemu libvirt-daemon-system
+libvirt-clients libvirt-daemon-driver-qemu libvirt-daemon-system apparmor
 python3-prometheus-client python3-sphinx graphviz
 "
 

@@ -873,22 +873,86 @@ test_named_map_add_before_the_peer_connects() {
 	"$RPAGECTL" map del early && "$RPAGECTL" pool destroy $pool
 }
 
+# AppArmor for the libvirt test: securityfs, libvirt's directory of
+# domain profiles and the local abstractions made writable (tmpfs over
+# the read-only host root, their files copied), and the libvirtd
+# profile loaded, which is how libvirt tells that AppArmor confines its
+# domains (security_apparmor.c, use_apparmor(): virsh itself runs
+# unconfined here, as it runs the embedded driver).
+named_apparmor_up() {
+	local d
+	grep -qw apparmor /sys/kernel/security/lsm 2> /dev/null ||
+		mount -t securityfs securityfs /sys/kernel/security || return
+	grep -qw apparmor /sys/kernel/security/lsm ||
+		fail "AppArmor is not enabled in this kernel: $(cat /sys/kernel/security/lsm)" || return
+	command -v apparmor_parser > /dev/null ||
+		fail "no apparmor_parser on the host (scripts/install-deps.sh installs apparmor)" || return
+	for d in /etc/apparmor.d/libvirt /etc/apparmor.d/local/abstractions; do
+		mountpoint -q "$d" && continue
+		rm -rf "/tmp/aa$d"
+		mkdir -p "/tmp/aa$d"
+		cp -a "$d/." "/tmp/aa$d/" && mount -t tmpfs tmpfs "$d" && cp -a "/tmp/aa$d/." "$d/" ||
+			fail "making $d writable" || return
+	done
+	apparmor_parser -r -K /etc/apparmor.d/usr.sbin.libvirtd 2> /tmp/err ||
+		fail "loading the libvirtd profile: $(cat /tmp/err)" || return
+	grep -q '^libvirtd (enforce)$' /sys/kernel/security/apparmor/profiles ||
+		fail "the libvirtd profile is not enforced" || return
+}
+
+# named_libvirt_start DIR NAME MAPPING: starts domain NAME (the demo's
+# small guest, on TCG, 64 MiB) in the embedded QEMU driver whose state
+# is under DIR (DIR/root: its qemu.conf, written by the caller), its
+# RAM the named mapping MAPPING as the admin guide's qemu:commandline
+# element (Documentation/admin-guide/rpage-libvirt.xml) gives it; the
+# console goes to DIR/serial.log. Prints the domain's QEMU's PID.
+named_libvirt_start() {
+	local dir=$1 name=$2 mapping=$3 qemu
+	local doc=$RPAGE_REPO/Documentation/admin-guide/rpage-libvirt.xml
+	{
+		echo "<domain type='qemu' xmlns:qemu='http://libvirt.org/schemas/domain/qemu/1.0'>"
+		echo "  <name>$name</name>"
+		echo "  <memory unit='MiB'>64</memory>"
+		echo "  <vcpu>1</vcpu>"
+		echo "  <os><type arch='x86_64' machine='pc'>hvm</type><kernel>$SELFTESTS/rpage_mbguest</kernel></os>"
+		echo "  <devices><emulator>/usr/bin/qemu-system-x86_64</emulator>"
+		echo "    <serial type='file'><source path='$dir/serial.log'/></serial></devices>"
+		sed -n '/<qemu:commandline>/,/<\/qemu:commandline>/p' "$doc" | sed "s/vm1/$mapping/g"
+		echo "</domain>"
+	} > "$dir/$name.xml"
+	# libvirt looks the host's name up: the guests have no DNS to ask,
+	# and glibc's default wait for it is a minute.
+	RES_OPTIONS="timeout:1 attempts:1" virsh -c "qemu:///embed?root=$dir/root" \
+		create "$dir/$name.xml" >&2 || return
+	qemu=$(pgrep -f "guest=$name" | head -n 1)
+	[ -n "$qemu" ] || { echo "no QEMU for domain $name" >&2; return 1; }
+	echo "$qemu"
+}
+
 # The admin guide's libvirt recipe, booted: libvirt's QEMU driver,
 # embedded in virsh (no daemon; its state in a directory of the test's
 # own), starts a domain whose guest RAM is the named mapping, given to
-# QEMU by the guide's qemu:commandline element (taken from
-# Documentation/admin-guide/rpage-libvirt.xml); QEMU runs as
+# QEMU by the guide's qemu:commandline element; QEMU runs as
 # libvirt-qemu:kvm, the node made for them (the guide's step 1), in the
 # private /dev libvirt makes from cgroup_device_acl with the node added
-# (step 2). AppArmor (step 3) is not loaded in these guests: its driver
-# is off. The domain runs the demo's small guest on TCG, which fills its
-# memory and verifies it twice; the mapping then holds its pages (each
-# read from the pool by a fault first), and QEMU maps the node.
+# (step 2), confined by the AppArmor profile libvirt makes for the
+# domain (Debian's default security driver) with the guide's rule in the
+# local abstraction (step 3; without it, AppArmor refuses QEMU the node
+# and the domain does not start: "Permission denied", seen 2026-11-29 on
+# both kernels; not run every time, as each start of a confined domain
+# compiles its profile five times, half a minute here). The domain runs
+# the demo's small guest on TCG, which fills its memory and verifies it
+# twice; the mapping then holds its pages (each read from the pool by a
+# fault first), and QEMU, in its domain's profile, maps the node.
 test_named_libvirt_domain_boots() {
-	local lv=/tmp/lv doc=$RPAGE_REPO/Documentation/admin-guide/rpage-libvirt.xml
-	local qemu="" rc=0
+	local lv=/tmp/lv rule label qemu="" rc=0 local_aa=/etc/apparmor.d/local/abstractions/libvirt-qemu
 	command -v virsh > /dev/null ||
 		fail "no virsh on the host (scripts/install-deps.sh installs libvirt)" || return
+	rule=$(sed -n '/local\/abstractions\/libvirt-qemu/,/reload AppArmor/s/^ *\(\/dev\/rpage-map\/.* rw,\)$/\1/p' \
+		"$RPAGE_REPO/Documentation/admin-guide/rpage.rst")
+	[ "$rule" = "/dev/rpage-map/* rw," ] ||
+		fail "the admin guide's AppArmor rule: '$rule'" || return
+	named_apparmor_up || return
 	"$RPAGECTL" pool create 21 size 64M writable || fail "pool create 21" || return
 	wait_until 30 remote_pool_listed self 21 || fail "pool 21 not announced" || return
 	"$RPAGECTL" map add lv1 peer self pool 21 owner libvirt-qemu group kvm mode 0660 ||
@@ -900,7 +964,7 @@ test_named_libvirt_domain_boots() {
 	stdio_handler = "file"
 	user = "libvirt-qemu"
 	group = "kvm"
-	security_driver = "none"
+	security_driver = "apparmor"
 	cgroup_device_acl = [
 	    "/dev/null", "/dev/full", "/dev/zero",
 	    "/dev/random", "/dev/urandom",
@@ -908,25 +972,15 @@ test_named_libvirt_domain_boots() {
 	    "/dev/rpage-map/lv1"
 	]
 	EOF
-	{
-		echo "<domain type='qemu' xmlns:qemu='http://libvirt.org/schemas/domain/qemu/1.0'>"
-		echo "  <name>lv1</name>"
-		echo "  <memory unit='MiB'>64</memory>"
-		echo "  <vcpu>1</vcpu>"
-		echo "  <os><type arch='x86_64' machine='pc'>hvm</type><kernel>$SELFTESTS/rpage_mbguest</kernel></os>"
-		echo "  <devices><emulator>/usr/bin/qemu-system-x86_64</emulator>"
-		echo "    <serial type='file'><source path='$lv/serial.log'/></serial></devices>"
-		sed -n '/<qemu:commandline>/,/<\/qemu:commandline>/p' "$doc" | sed 's/vm1/lv1/g'
-		echo "</domain>"
-	} > "$lv/lv1.xml"
-	cat "$lv/lv1.xml"
-	# libvirt looks the host's name up: the guests have no DNS to ask,
-	# and glibc's default wait for it is a minute.
-	RES_OPTIONS="timeout:1 attempts:1" virsh -c "qemu:///embed?root=$lv/root" create "$lv/lv1.xml" ||
-		{ cat "$lv"/root/log/qemu/*.log 2> /dev/null; fail "virsh create"; return; }
-	qemu=$(pgrep -f 'guest=lv1' | head -n 1)
-	[ -n "$qemu" ] || fail "no QEMU for the domain" || return
-	echo "QEMU $qemu runs as $(ps -o user=,group= -p "$qemu")"
+	# Step 3.
+	{ grep -v '/dev/rpage-map/' "$local_aa" || true; echo "  $rule"; } > /tmp/aa-local &&
+		cat /tmp/aa-local > "$local_aa" || return
+	qemu=$(named_libvirt_start "$lv" lv1 lv1) || {
+		cat "$lv"/root/log/qemu/*.log 2> /dev/null; fail "virsh create"; return; }
+	label=$(tr -d '\0' < "/proc/$qemu/attr/apparmor/current")
+	echo "QEMU $qemu runs as $(ps -o user=,group= -p "$qemu") in $label"
+	echo "$label" | grep -Eqx 'libvirt-[0-9a-f-]{36} \(enforce\)' ||
+		{ rc=1; fail "QEMU is not confined by its domain's profile: $label"; }
 	wait_until 600 eval 'grep -c " ok, checksum " "$lv/serial.log" | grep -qx "[2-9]"' ||
 		{ cat "$lv/serial.log"; rc=1; fail "the domain did not verify its memory twice"; }
 	cat "$lv/serial.log"
