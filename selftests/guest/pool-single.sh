@@ -721,14 +721,14 @@ disagg_loop_read() {
 }
 
 # Remote memory larger than the memory a process may have: a process in a
-# memory cgroup limited to 64 MiB reads all of a 512 MiB mapping of the
+# memory cgroup limited to 32 MiB reads all of a 256 MiB mapping of the
 # loop peer twice, in random order, every byte checked. Reclaim drops the
 # clean pages it read before (they are the cgroup's page cache) and the
 # second pass reads them again: the cgroup stays within its limit, its
-# OOM killer never runs, and the refetches are counted. A quarter of each
-# on the debug kernel, whose faults take about 30 times as long.
+# OOM killer never runs, and the refetches are counted. Half of each on
+# the debug kernel, whose faults take about 30 times as long.
 test_loop_mapping_bounded_by_its_memory_cgroup() {
-	local size=512 max=64 peak events rc
+	local size=256 max=32 peak events rc
 	if [ "$RPAGE_SLOW" -gt 1 ]; then
 		size=128
 		max=16
@@ -746,7 +746,7 @@ test_loop_mapping_bounded_by_its_memory_cgroup() {
 # 2 MiB folio reclaim dropped was not found by the faults; to be looked
 # into.)
 test_loop_huge_mapping_bounded_by_its_memory_cgroup() {
-	local size=512 max=64 out=/tmp/disagg-h.out peak events rc faults huge REFETCHED=0
+	local size=256 max=32 out=/tmp/disagg-h.out peak events rc faults huge REFETCHED=0
 	if [ "$RPAGE_SLOW" -gt 1 ]; then
 		size=128
 		max=16
@@ -759,8 +759,8 @@ test_loop_huge_mapping_bounded_by_its_memory_cgroup() {
 		fail "faults $faults, 2 MiB ones ${huge:-? (or fallbacks)}: want every one 2 MiB, at least $(( size / 2 + (size - max) / 2 ))"
 }
 
-# The writes half: a process in the same 64 MiB cgroup writes every page
-# of a 512 MiB mapping of another process's memory (a process pool,
+# The writes half: a process in the same 32 MiB cgroup writes every page
+# of a 256 MiB mapping of another process's memory (a process pool,
 # writable) once, in random order, then reads it all back twice over.
 # Its dirty pages cannot stay: the flusher writes them back to the pool
 # (cgroup writeback holds the cgroup's dirty pages to its share) and
@@ -769,7 +769,7 @@ test_loop_huge_mapping_bounded_by_its_memory_cgroup() {
 # pool through the loop peer, and the exporting process checks its own
 # memory: every byte written, nothing else changed.
 test_loop_writes_survive_reclaim_in_a_memory_cgroup() {
-	local cg=/sys/fs/cgroup/rpage-disagg-w size=512 max=64 out=/tmp/disagg-w.out
+	local cg=/sys/fs/cgroup/rpage-disagg-w size=256 max=32 out=/tmp/disagg-w.out
 	local exp=/tmp/disagg-w.export pid peak events rc
 	if [ "$RPAGE_SLOW" -gt 1 ]; then
 		size=128
