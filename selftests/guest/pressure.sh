@@ -1,19 +1,22 @@
 # SPDX-License-Identifier: GPL-2.0
 #
 # rpage under memory pressure, sourced by selftests/guest/pair.sh: host A
-# exports a 1 GiB pool (7: its first PRESSURE_CHECKED bytes hold the
+# exports a 512 MiB pool (7: its first PRESSURE_CHECKED bytes hold the
 # pattern, the rest zeroes); host B (1.5 GiB of RAM) prefetches all of it
-# in the background beside a 400 MiB bystander, then a hog takes most of
+# in the background beside an 850 MiB bystander (more than what B then
+# has available), then a hog takes most of
 # what B has left and the mapping is read again; and a process in a
 # memory cgroup limited to 8 MiB reads 32 MiB of it twice.
 
 PRESSURE="pressure-pool pressure-done"
 
 # Pool 7's size: on the debug tier's kernel, whose KASAN shadow and
-# debug objects leave too little of A's 1.5 GiB for 1 GiB of pool pages
+# debug objects leave too little of A's 1.5 GiB for the pool's pages
 # (ENOMEM), just what B's memory cgroup test touches there; B skips its
-# 1 GiB prefetch on that kernel.
-POOL7_SIZE=1G
+# prefetch on that kernel.
+POOL7_SIZE=512M
+# B's bystander: it leaves less than the pool available to the prefetch.
+PRESSURE_BYSTANDER=850M
 # What the tests read back and check, byte for byte (the pattern A writes).
 PRESSURE_CHECKED=64M
 if [ "$RPAGE_SLOW" -gt 1 ]; then
@@ -21,7 +24,7 @@ if [ "$RPAGE_SLOW" -gt 1 ]; then
 	PRESSURE_CHECKED=16M
 fi
 
-# On A: pool 7, 1 GiB, its first PRESSURE_CHECKED bytes the pattern
+# On A: pool 7, POOL7_SIZE, its first PRESSURE_CHECKED bytes the pattern
 # (written through A's loopback peer, hence writable), while B needs it.
 # A has 1.5 GiB: how much it has left, at the lowest, while B reads the
 # pool is said, and what the kernel did about it (its OOM killer, failed
@@ -87,8 +90,9 @@ pressure_prefetch_b() {
 	local hog_pid pf_pid mark out=/tmp/pressure.out rc=0
 	local pct total reserve low reconnects sampler
 	local hog2_pid="" hog2_kib file_before file_after refetched
+	local pages=$(( $(numfmt --from=iec "$POOL7_SIZE") / 4096 ))
 	rm -f /tmp/hog.ready
-	"$FAULT" hog 400M --ready /tmp/hog.ready &
+	"$FAULT" hog "$PRESSURE_BYSTANDER" --ready /tmp/hog.ready &
 	hog_pid=$!
 	wait_until 60 test -e /tmp/hog.ready || { kill "$hog_pid"; fail "hog not ready"; return; }
 	grep -E 'MemTotal|MemAvailable' /proc/meminfo
@@ -99,7 +103,7 @@ pressure_prefetch_b() {
 	reconnects=$(peer_field a reconnects)
 	mark=$(dmesg_mark)
 	rm -f /tmp/pf.ready /tmp/pf.go /tmp/hog2.ready
-	"$FAULT" prefetch a 7 1G --depth 64 --readahead --no-touch --ready /tmp/pf.ready \
+	"$FAULT" prefetch a 7 "$POOL7_SIZE" --depth 64 --readahead --no-touch --ready /tmp/pf.ready \
 		--go /tmp/pf.go --after "$PRESSURE_CHECKED" > "$out" 2>&1 &
 	pf_pid=$!
 	mem_low_sampler /tmp/pressure-b.low &
@@ -159,8 +163,8 @@ pressure_prefetch_b() {
 	fi
 	# All of it read, or stopped with the pages it left said.
 	if ! dmesg_since "$mark" | grep -qE "prefetch stopped, [a-z_ ]*, with [0-9]* pages left"; then
-		grep -q "pages=262144 " "$out" &&
-			[ "$("$RPAGECTL" -j stat peer a | jq '.peers[0].fault.prefetched')" -ge 262144 ] ||
+		grep -q "pages=$pages " "$out" &&
+			[ "$("$RPAGECTL" -j stat peer a | jq '.peers[0].fault.prefetched')" -ge "$pages" ] ||
 			{ echo "FAIL: neither read all nor stopped"; rc=1; }
 	fi
 	return "$rc"
@@ -209,8 +213,8 @@ pressure_memcg_b() {
 test_pressure_prefetch_b() {
 	barrier pressure-pool || return
 	if [ "$RPAGE_SLOW" -gt 1 ]; then
-		# 1 GiB of READs takes hours there; the other kernels run it.
-		skip "on $RPAGE_KVER: 1 GiB at its READ rate takes hours"
+		# 512 MiB of READs takes hours there; the other kernels run it.
+		skip "on $RPAGE_KVER: 512 MiB at its READ rate takes hours"
 		return
 	fi
 	wait_until 60 remote_pool_listed a 7 || fail "pool 7 not announced" || return
