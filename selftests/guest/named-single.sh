@@ -900,39 +900,11 @@ named_apparmor_up() {
 		fail "the libvirtd profile is not enforced" || return
 }
 
-# named_libvirt_start DIR NAME MAPPING: starts domain NAME (the demo's
-# small guest, on TCG, 64 MiB) in the embedded QEMU driver whose state
-# is under DIR (DIR/root: its qemu.conf, written by the caller), its
-# RAM the named mapping MAPPING as the admin guide's qemu:commandline
-# element (Documentation/admin-guide/rpage-libvirt.xml) gives it; the
-# console goes to DIR/serial.log. Prints the domain's QEMU's PID.
-named_libvirt_start() {
-	local dir=$1 name=$2 mapping=$3 qemu
-	local doc=$RPAGE_REPO/Documentation/admin-guide/rpage-libvirt.xml
-	{
-		echo "<domain type='qemu' xmlns:qemu='http://libvirt.org/schemas/domain/qemu/1.0'>"
-		echo "  <name>$name</name>"
-		echo "  <memory unit='MiB'>64</memory>"
-		echo "  <vcpu>1</vcpu>"
-		echo "  <os><type arch='x86_64' machine='pc'>hvm</type><kernel>$SELFTESTS/rpage_mbguest</kernel></os>"
-		echo "  <devices><emulator>/usr/bin/qemu-system-x86_64</emulator>"
-		echo "    <serial type='file'><source path='$dir/serial.log'/></serial></devices>"
-		sed -n '/<qemu:commandline>/,/<\/qemu:commandline>/p' "$doc" | sed "s/vm1/$mapping/g"
-		echo "</domain>"
-	} > "$dir/$name.xml"
-	# libvirt looks the host's name up: the guests have no DNS to ask,
-	# and glibc's default wait for it is a minute.
-	RES_OPTIONS="timeout:1 attempts:1" virsh -c "qemu:///embed?root=$dir/root" \
-		create "$dir/$name.xml" >&2 || return
-	qemu=$(pgrep -f "guest=$name" | head -n 1)
-	[ -n "$qemu" ] || { echo "no QEMU for domain $name" >&2; return 1; }
-	echo "$qemu"
-}
-
 # The admin guide's libvirt recipe, booted: libvirt's QEMU driver,
 # embedded in virsh (no daemon; its state in a directory of the test's
 # own), starts a domain whose guest RAM is the named mapping, given to
-# QEMU by the guide's qemu:commandline element; QEMU runs as
+# QEMU by the guide's qemu:commandline element (taken from
+# Documentation/admin-guide/rpage-libvirt.xml); QEMU runs as
 # libvirt-qemu:kvm, the node made for them (the guide's step 1), in the
 # private /dev libvirt makes from cgroup_device_acl with the node added
 # (step 2), confined by the AppArmor profile libvirt makes for the
@@ -945,7 +917,8 @@ named_libvirt_start() {
 # twice; the mapping then holds its pages (each read from the pool by a
 # fault first), and QEMU, in its domain's profile, maps the node.
 test_named_libvirt_domain_boots() {
-	local lv=/tmp/lv rule label qemu="" rc=0 local_aa=/etc/apparmor.d/local/abstractions/libvirt-qemu
+	local lv=/tmp/lv doc=$RPAGE_REPO/Documentation/admin-guide/rpage-libvirt.xml
+	local rule label qemu="" rc=0 local_aa=/etc/apparmor.d/local/abstractions/libvirt-qemu
 	command -v virsh > /dev/null ||
 		fail "no virsh on the host (scripts/install-deps.sh installs libvirt)" || return
 	rule=$(sed -n '/local\/abstractions\/libvirt-qemu/,/reload AppArmor/s/^ *\(\/dev\/rpage-map\/.* rw,\)$/\1/p' \
@@ -975,8 +948,24 @@ test_named_libvirt_domain_boots() {
 	# Step 3.
 	{ grep -v '/dev/rpage-map/' "$local_aa" || true; echo "  $rule"; } > /tmp/aa-local &&
 		cat /tmp/aa-local > "$local_aa" || return
-	qemu=$(named_libvirt_start "$lv" lv1 lv1) || {
-		cat "$lv"/root/log/qemu/*.log 2> /dev/null; fail "virsh create"; return; }
+	{
+		echo "<domain type='qemu' xmlns:qemu='http://libvirt.org/schemas/domain/qemu/1.0'>"
+		echo "  <name>lv1</name>"
+		echo "  <memory unit='MiB'>64</memory>"
+		echo "  <vcpu>1</vcpu>"
+		echo "  <os><type arch='x86_64' machine='pc'>hvm</type><kernel>$SELFTESTS/rpage_mbguest</kernel></os>"
+		echo "  <devices><emulator>/usr/bin/qemu-system-x86_64</emulator>"
+		echo "    <serial type='file'><source path='$lv/serial.log'/></serial></devices>"
+		sed -n '/<qemu:commandline>/,/<\/qemu:commandline>/p' "$doc" | sed 's/vm1/lv1/g'
+		echo "</domain>"
+	} > "$lv/lv1.xml"
+	cat "$lv/lv1.xml"
+	# libvirt looks the host's name up: the guests have no DNS to ask,
+	# and glibc's default wait for it is a minute.
+	RES_OPTIONS="timeout:1 attempts:1" virsh -c "qemu:///embed?root=$lv/root" create "$lv/lv1.xml" ||
+		{ cat "$lv"/root/log/qemu/*.log 2> /dev/null; fail "virsh create"; return; }
+	qemu=$(pgrep -f 'guest=lv1' | head -n 1)
+	[ -n "$qemu" ] || fail "no QEMU for the domain" || return
 	label=$(tr -d '\0' < "/proc/$qemu/attr/apparmor/current")
 	echo "QEMU $qemu runs as $(ps -o user=,group= -p "$qemu") in $label"
 	echo "$label" | grep -Eqx 'libvirt-[0-9a-f-]{36} \(enforce\)' ||

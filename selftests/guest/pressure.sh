@@ -3,10 +3,10 @@
 # rpage under memory pressure, sourced by selftests/guest/pair.sh: host A
 # exports a 512 MiB pool (7: its first PRESSURE_CHECKED bytes hold the
 # pattern, the rest zeroes); host B (1.5 GiB of RAM) prefetches all of it
-# in the background beside an 850 MiB bystander (more than what B then
-# has available), then a hog takes most of
-# what B has left and the mapping is read again; and a process in a
-# memory cgroup limited to 8 MiB reads 32 MiB of it twice.
+# in the background beside an 850 MiB bystander, which leaves B less
+# than the pool available, then a hog takes most of what B has left and
+# the mapping is read again; and a process in a memory cgroup limited to
+# 8 MiB reads 32 MiB of it twice.
 
 PRESSURE="pressure-pool pressure-done"
 
