@@ -40,7 +40,7 @@ map-kill-not-dead|rpage-map.c|s/^\tWRITE_ONCE(map->dead, true);$/\t;/|guard-sing
 evict-claim-no-yield|rpage-map.c|/^\t\tfolio_batch_init(\&fbatch);$/,/^\t}$/s/^\t\tcond_resched();$/\t\t;/|guard-single.sh:large_mapping
 tcp-write-read-only|rpage-tcp-xfer.c|s/else if (write \&\& !rpage_pool_writable(pool))/else if (0)/|pool-single.sh:^tcp_peer_and|^tcp_rogue_reader
 api-reserved-ignored|rpage-main.c|s/if (arg.reserved0 .. memchr_inv(arg.reserved, 0, sizeof(arg.reserved)))$/if (arg.reserved0)/|single.sh:^api$
-pool-destroy-no-wait|rpage-pool.c|s/^\tsynchronize_srcu(\&rpage_pool_srcu);$/\t;/|guard-single.sh:destroy_ends
+pool-destroy-no-wait|rpage-pool.c|/Off the table since the unlink/,+1s/^\tsynchronize_srcu(\&rpage_pool_srcu);$/\t;/|guard-single.sh:destroy_ends
 fault-not-counted|rpage-fault.c|s/^\trpage_fault_count(map, RPAGE_FC_FAULTS, 1);$/\t;/|pool-single.sh:^map$
 acks-unbounded|rpage-rpool.c|s/peer->nr_acks < RPAGE_ACKS_MAX)/peer->nr_acks < RPAGE_ACKS_MAX * 1000)/|guard-single.sh:flooding
 scope-not-checked|rpage-pool.c|s/if (rpage_scope_has(srcu_dereference(pool->scope,$/if (1 + 0 * rpage_scope_has(srcu_dereference(pool->scope,/|guard-single.sh:pool_scoped
