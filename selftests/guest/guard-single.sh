@@ -16,6 +16,9 @@ GUARD_FLOOD_S=35
 GUARD_ROGUE=$SELFTESTS/rpage_rogue_tcp
 GUARD_FAULT=$SELFTESTS/rpage_fault
 GUARD_PATTERN=$SELFTESTS/rpage_pattern
+# Pool 3, the large mapping whose walks must yield: one size for its
+# pool, its write and its evict.
+GUARD_LARGE=256M
 
 test_guard_setup() {
 	modprobe ib_core && modprobe rdma_cm || return
@@ -26,7 +29,7 @@ test_guard_setup() {
 	"$RPAGECTL" peer add tcp addr "$GUARD_ADDR" || fail "peer add tcp" || return
 	wait_until 30 peer_is tcp connected || fail "tcp not connected" || return
 	"$RPAGECTL" pool create 2 size 8M writable || fail "pool create 2" || return
-	"$RPAGECTL" pool create 3 size 256M writable || fail "pool create 3" || return
+	"$RPAGECTL" pool create 3 size "$GUARD_LARGE" writable || fail "pool create 3" || return
 	wait_until 30 remote_pool_listed tcp 2 || fail "pool 2 not listed" || return
 	"$GUARD_PATTERN" write tcp 2 0 8M --seed 7
 }
@@ -384,26 +387,26 @@ print(int(worst * 1000))
 ' "$@"
 }
 
-# Walks over every page of a large mapping (an evict of 256 MiB claims
+# Walks over every page of a large mapping (an evict of GUARD_LARGE claims
 # each page under the table's lock; a mapping's end puts each page) stop
 # for anyone who needs the CPU: a real-time task on the same CPU is never
 # kept waiting 100 ms.
 test_guard_large_mapping_walks_yield() {
 	local stop=/tmp/probe.stop out=/tmp/probe.out pid late rc
 	loop_peer_add lo 3 || return
-	"$GUARD_PATTERN" write lo 3 0 256M --seed 0 || return
+	"$GUARD_PATTERN" write lo 3 0 "$GUARD_LARGE" --seed 0 || return
 	rm -f "$stop"
 	guard_latency_probe 600 "$stop" > "$out" &
 	pid=$!
 	sleep 1
-	taskset -c 1 "$GUARD_FAULT" evict lo 3 0 256M --clean
+	taskset -c 1 "$GUARD_FAULT" evict lo 3 0 "$GUARD_LARGE" --clean
 	rc=$?
 	touch "$stop"
 	wait "$pid"
 	late=$(cat "$out")
 	echo "a real-time task on the evicting CPU woke at most $late ms late"
 	"$RPAGECTL" peer del lo
-	expect_eq "$rc" 0 "the evict of 256 MiB" || return
+	expect_eq "$rc" 0 "the evict of $GUARD_LARGE" || return
 	[ "$late" -lt $((100 * RPAGE_SLOW)) ] || fail "it waited $late ms for the CPU"
 }
 
