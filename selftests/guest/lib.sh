@@ -195,6 +195,11 @@ jq() {
 	printf '%s\n' "$input" | command jq "$@"
 }
 
+bt_need() {
+	command -v bpftrace > /dev/null ||
+		fail "no bpftrace on the host (scripts/install-deps.sh installs it)"
+}
+
 rpage_load() {
 	modprobe ib_core && modprobe rdma_cm || return 1
 	insmod "$RPAGE_KO"

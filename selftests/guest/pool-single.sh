@@ -238,10 +238,6 @@ test_adjacent_ranges_share_a_read() {
 # retried after dropping mmap_lock, are 64), and the histogram of the
 # fetched ones holds each of them.
 BT_DIR=$RPAGE_REPO/ulib/bpftrace
-bt_need() {
-	command -v bpftrace > /dev/null ||
-		fail "no bpftrace on the host (scripts/install-deps.sh installs it)"
-}
 
 test_bpftrace_fault_latency() {
 	local out=/tmp/bt-latency.out fetched retry hist
