@@ -12,7 +12,11 @@ GUARD_STRANGER=127.0.0.3
 GUARD_ROGUE_ADDR=127.0.0.2
 GUARD_FLOODER=127.0.0.4
 GUARD_FLOOD_PORT=7472
-GUARD_FLOOD_S=35
+# How long the flooding exporter floods, and when in it a late peer is
+# added: past the 256 acknowledgments the queue holds within a second
+# or two, long enough for the slab to show what the flood keeps.
+GUARD_FLOOD_S=15
+GUARD_FLOOD_LATE_S=8
 GUARD_ROGUE=$SELFTESTS/rpage_rogue_tcp
 GUARD_FAULT=$SELFTESTS/rpage_fault
 GUARD_PATTERN=$SELFTESTS/rpage_pattern
@@ -177,7 +181,7 @@ guard_loop_connect_ms() {
 
 # An exporter (rpage_rogue_tcp --flood) that floods this host, its
 # reader, with withdrawals of pools it never had and heartbeats, for
-# 35 s, never reading what it is sent: the acknowledgments past 256
+# GUARD_FLOOD_S, never reading what it is sent: the acknowledgments past 256
 # waiting are dropped, counted and logged, the slab grows by less than
 # 1 MiB, and a peer added meanwhile connects as quickly as ever: within
 # a second more than one added before the flood.
@@ -198,10 +202,10 @@ test_guard_tcp_flooding_exporter_bounded() {
 	while kill -0 "$pid" 2> /dev/null; do
 		kb=$(guard_slab_kb)
 		[ $((kb - base)) -gt "$max" ] && max=$((kb - base))
-		if [ -z "$late" ] && [ "$SECONDS" -ge $((start + 20)) ]; then
+		if [ -z "$late" ] && [ "$SECONDS" -ge $((start + GUARD_FLOOD_LATE_S)) ]; then
 			late=1
 			took=$(guard_loop_connect_ms late) || took=30000
-			echo "a peer added 20 s into the flood connected after $took ms"
+			echo "a peer added $GUARD_FLOOD_LATE_S s into the flood connected after $took ms"
 		fi
 		sleep 1
 	done
