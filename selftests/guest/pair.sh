@@ -331,7 +331,7 @@ if [ "$RPAGE_NODE" = a ]; then
 	barrier b-fetched-4
 	run_test a_destroys_pool_4_under_b test_a_destroys_pool_4
 	barrier a-destroyed-4
-	run_test a_link_down_20s_under_b rt_do "$RT_OUTAGE" test_rt_outage_a
+	run_test a_link_down_10s_under_b rt_do "$RT_OUTAGE" test_rt_outage_a
 	run_test a_link_down_past_b_loss_timeout rt_do "$RT_LOSS" test_rt_loss_a
 	run_test a_deletes_and_readds_b_under_b rt_do "$RT_READD" test_rt_readd_a
 	# rxe's removal and RoCE's acknowledgments are RDMA's alone; the
@@ -345,7 +345,7 @@ if [ "$RPAGE_NODE" = a ]; then
 	run_test a_link_down_under_a_stalled_fault rt_do "$RT_STALL" test_rt_stall_a
 	run_test a_replaces_a_pool_b_maps rt_do "$RT_REPLACED" test_rt_replaced_a
 	if [ "$PAIR_TRANSPORT" = rdma ]; then
-		run_test a_exports_512m_under_pressure rt_do "$PRESSURE" test_pressure_pool_a
+		run_test a_exports_256m_under_pressure rt_do "$PRESSURE" test_pressure_pool_a
 		run_test a_runs_a_vm_that_b_takes_over rt_do "$VM_BARRIERS" test_vm_move_a
 	fi
 else
@@ -363,7 +363,7 @@ else
 	barrier b-evicted
 	run_test b_fault_stats test_b_fault_stats
 	run_test b_survives_pool_destroy_on_a test_b_survives_pool_destroy
-	run_test b_rides_out_20s_outage_with_no_sigbus rt_do "$RT_OUTAGE" test_rt_outage_b
+	run_test b_rides_out_10s_outage_with_no_sigbus rt_do "$RT_OUTAGE" test_rt_outage_b
 	run_test b_sigbus_within_loss_timeout_then_back rt_do "$RT_LOSS" test_rt_loss_b
 	run_test b_rides_out_a_deleting_and_readding_it rt_do "$RT_READD" test_rt_readd_b
 	[ "$PAIR_TRANSPORT" = rdma ] &&

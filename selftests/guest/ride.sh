@@ -85,7 +85,7 @@ wait_file_or_exit() {
 		[ -e "$2" ]
 }
 
-RT_OUTAGE_S=20
+RT_OUTAGE_S=10
 RT_LOSS_S=15
 # How much of pool 1 a sweep touches, and after how much the trouble
 # starts. What matters is that faults are under way when it starts and
@@ -159,7 +159,7 @@ rt_expect_rode_through() {
 	expect_eq "$(( $(peer_field "$1" lost) - RT_LOST ))" 0 "transfers lost"
 }
 
-# --- A's link down for 20 s, loss timeout 60 s: not one SIGBUS --------
+# --- A's link down for 10 s, loss timeout 60 s: not one SIGBUS --------
 
 test_rt_outage_a() {
 	barrier rt-outage-ready || return
