@@ -1,26 +1,21 @@
 # SPDX-License-Identifier: GPL-2.0
 #
 # rpage under memory pressure, sourced by selftests/guest/pair.sh: host A
-# exports a 512 MiB pool (7: its first PRESSURE_CHECKED bytes hold the
+# exports a 256 MiB pool (7: its first PRESSURE_CHECKED bytes hold the
 # pattern, the rest zeroes); host B (1.5 GiB of RAM) prefetches all of it
-# in the background beside an 850 MiB bystander, which leaves B less
-# than the pool available, then a hog takes most of what B has left and
-# the mapping is read again; and a process in a memory cgroup limited to
-# 8 MiB reads 32 MiB of it twice.
+# in the background beside a bystander that leaves B three quarters of
+# the pool available, then a hog takes all but PRESSURE_HOG_LEAVES of
+# what B has left and the mapping is read again; and a process in a
+# memory cgroup limited to 8 MiB reads 32 MiB of it twice.
 
 PRESSURE="pressure-pool pressure-done"
 
-# Pool 7's size: on the debug tier's kernel, whose KASAN shadow and
-# debug objects leave too little of A's 1.5 GiB for the pool's pages
-# (ENOMEM), just what B's memory cgroup test touches there; B skips its
-# prefetch on that kernel.
-POOL7_SIZE=512M
-# B's bystander: it leaves less than the pool available to the prefetch.
-PRESSURE_BYSTANDER=850M
+POOL7_SIZE=256M
 # What the tests read back and check, byte for byte (the pattern A writes).
 PRESSURE_CHECKED=64M
+# What the hog leaves of B's available memory.
+PRESSURE_HOG_LEAVES=64M
 if [ "$RPAGE_SLOW" -gt 1 ]; then
-	POOL7_SIZE=256M
 	PRESSURE_CHECKED=16M
 fi
 
@@ -80,7 +75,8 @@ file_kib() {
 # starved and the peer's heartbeats went unanswered).
 #
 # Then host pressure: with the mapping still held (its pages in the page
-# cache), a second hog takes all but 256 MiB of what B has available.
+# cache), a second hog takes all but PRESSURE_HOG_LEAVES of what B has
+# available.
 # The kernel makes room by reclaiming rpage's clean pages (the file
 # pages fall by at least half of what the hog took), nobody is
 # OOM-killed, and the mapping reads right afterwards: its first
@@ -90,9 +86,13 @@ pressure_prefetch_b() {
 	local hog_pid pf_pid mark out=/tmp/pressure.out rc=0
 	local pct total reserve low reconnects sampler
 	local hog2_pid="" hog2_kib file_before file_after refetched
-	local pages=$(( $(numfmt --from=iec "$POOL7_SIZE") / 4096 ))
+	local pool_kib=$(( $(numfmt --from=iec "$POOL7_SIZE") / 1024 )) bystander_kib
+	local pages=$(( pool_kib / 4 ))
+	# The bystander leaves B three quarters of the pool available: the
+	# prefetch cannot hold all of it without reclaiming its own pages.
+	bystander_kib=$(( $(mem_available_kib) - pool_kib * 3 / 4 ))
 	rm -f /tmp/hog.ready
-	"$FAULT" hog "$PRESSURE_BYSTANDER" --ready /tmp/hog.ready &
+	"$FAULT" hog "${bystander_kib}K" --ready /tmp/hog.ready &
 	hog_pid=$!
 	wait_until 60 test -e /tmp/hog.ready || { kill "$hog_pid"; fail "hog not ready"; return; }
 	grep -E 'MemTotal|MemAvailable' /proc/meminfo
@@ -115,7 +115,7 @@ pressure_prefetch_b() {
 	# The host's pressure, the prefetched mapping held.
 	if [ -e /tmp/pf.ready ]; then
 		file_before=$(file_kib)
-		hog2_kib=$(( $(mem_available_kib) - 256 * 1024 ))
+		hog2_kib=$(( $(mem_available_kib) - $(numfmt --from=iec "$PRESSURE_HOG_LEAVES") / 1024 ))
 		echo "file pages ${file_before} kB; a hog takes ${hog2_kib} kB of $(mem_available_kib) kB available"
 		if [ "$hog2_kib" -gt 0 ]; then
 			"$FAULT" hog "${hog2_kib}K" --ready /tmp/hog2.ready &
@@ -213,8 +213,8 @@ pressure_memcg_b() {
 test_pressure_prefetch_b() {
 	barrier pressure-pool || return
 	if [ "$RPAGE_SLOW" -gt 1 ]; then
-		# 512 MiB of READs takes hours there; the other kernels run it.
-		skip "on $RPAGE_KVER: 512 MiB at its READ rate takes hours"
+		# 256 MiB of READs takes hours there; the other kernels run it.
+		skip "on $RPAGE_KVER: $POOL7_SIZE at its READ rate takes hours"
 		return
 	fi
 	wait_until 60 remote_pool_listed a 7 || fail "pool 7 not announced" || return
