@@ -17,7 +17,7 @@ linux-source-6.1 linux-source-6.12 xz-utils
 qemu-system-x86 busybox-static cpio kmod iproute2
 rdma-core ibverbs-utils rdmacm-utils perftest
 libibverbs-dev librdmacm-dev
-sparse gnuplot-nox jq bpftrace
+sparse gnuplot-nox jq gojq bpftrace
 dpkg-dev debhelper dh-dkms lintian systemd man-db bash-completion
 libvirt-clients libvirt-daemon-driver-qemu libvirt-daemon-system apparmor
 python3-prometheus-client python3-sphinx graphviz

@@ -252,7 +252,7 @@ test_named_map_add_makes_a_node() {
 json_keys() {
 	local what=$1 want=$2 got
 	shift 2
-	got=$("$@" | jq -r "$what | keys_unsorted | join(\" \")") ||
+	got=$("$@" | jq_ordered -r "$what | keys_unsorted | join(\" \")") ||
 		fail "$*: not JSON, or no $what" || return
 	expect_eq "$got" "$want" "the keys of $* ($what)"
 }
