@@ -70,9 +70,10 @@ guard_reconnects_within() {
 	[ "$took" -le $(($1 * RPAGE_SLOW)) ] || fail "tcp took ${took} ms to come back"
 }
 
-# guard_longest OUT: the longest a connection of rpage_rogue_tcp
-# --strangers (its output in OUT) stayed open before the exporter closed
-# it, in ms; false if it did not say.
+# guard_longest OUT: the longest a silent or trickling connection of
+# rpage_rogue_tcp --strangers (its output in OUT) stayed open, closed by
+# the exporter or still open at the run's end, in ms; false if it did
+# not say.
 guard_longest() {
 	sed -n 's/^strangers .* longest \([0-9]*\)$/\1/p' "$1" | grep .
 }
