@@ -54,9 +54,9 @@ get-peers-none|rpage-pool.c|s/^\t\tnr = scope->nr;$/\t\tnr = 0;/|pool-single.sh:
 file-pool-unwatched|rpage-pool.c|s/^\twatch->mask = FS_MODIFY;$/\twatch->mask = 0;/|guard-single.sh:file_pool_follows
 no-fault-around|rpage-map.c|s/^\t\.map_pages = rpage_vm_map_pages,$//|pool-single.sh:^map$
 fault-around-no-hits|rpage-fault.c|s/^\t\trpage_map_pages_prefetch_hits(map, start_pgoff, end_pgoff);$/\t\t;/|pool-single.sh:^map$
-kill-leaves-pages|rpage-map.c|s/^\t\trpage_folio_truncate(map->mapping, folio);$/\t\t;/|guard-single.sh:forced_map_del named-single.sh:del_in_use
+kill-leaves-pages|rpage-map.c|s/^\t\t\trpage_folio_truncate(map->mapping, folio);$/\t\t\t;/|guard-single.sh:forced_map_del named-single.sh:del_in_use
 pull-not-kept|rpage-fault.c|s/^\t\trpage_map_keep(map);$/\t\t;/|pool-single.sh:^map$
-refetch-not-counted|rpage-fault.c|/reads the page, again if reclaim/,+2s/^\t\t\trpage_fault_count(map, RPAGE_FC_REFETCHED, 1);$/\t\t\t;/|pool-single.sh:^map$
+refetch-not-counted|rpage-fault.c|s/^\tif (reclaimed)$/\tif (0)/|pool-single.sh:^map$
 file-pool-always-intact|rpage-pool.c|s/->mapping) != mapping)$/->mapping) != mapping \&\& 0)/|pool-single.sh:file_pool_follows
 writeback-writes-nothing|rpage-fs.c|s/^\tret = rpage_xfer(\&x);$/\tret = 0;/|pool-single.sh:^map$|^loop_writes_survive
 inode-fake-hashed|rpage-fs.c|s/^\tinsert_inode_hash(inode);$/\tinode_fake_hash(inode);/|pool-single.sh:^map$
