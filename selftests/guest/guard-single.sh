@@ -410,7 +410,6 @@ test_guard_large_mapping_walks_yield() {
 	local stop=/tmp/waiter.stop out=/tmp/claim.out dyn=/sys/kernel/debug/sched/preempt
 	local pid was rc left
 	bt_need || return
-	mountpoint -q /sys/kernel/debug || mount -t debugfs none /sys/kernel/debug
 	[ -w "$dyn" ] || fail "no $dyn: the kernel cannot change its preemption model" || return
 	was=$(sed -n 's/.*(\([a-z]*\)).*/\1/p' "$dyn")
 	loop_peer_add lo 3 || return

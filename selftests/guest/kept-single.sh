@@ -86,7 +86,6 @@ test_kept_setup() {
 		skip "rxe runs its work in tasklets on $RPAGE_KVER: nothing can starve it" ||
 		return
 	[ "$(nproc)" -ge 2 ] || skip "needs two CPUs" || return
-	mountpoint -q /sys/kernel/debug || mount -t debugfs none /sys/kernel/debug
 	KEPT_WQ_MASK_WAS=$(cat "$KEPT_WQ_MASK") || return
 	KEPT_RT_WAS=$(sysctl -n kernel.sched_rt_runtime_us) || return
 	KEPT_FAIR_WAS=""
