@@ -196,7 +196,7 @@ trap 'report FAIL "the run was stopped after $(( $(date +%s) - start ))s"; finis
 # part's setup and teardown).
 QUICK_PARTS='
 conn-single.sh:.
-pool-single.sh:^pools_created|^kernel_pool|^rpagectl_write|^pool_scoped|^loop_peer_added|^loop_and_rdma|^tcp_peer_and|^tcp_and_rdma|^tcp_rogue_reader|^pool_destroyed|^peer_deleted_while|^loop_peer_deleted|^tcp_peer_deleted|^unload_with|^pool$|^map-loop$|^loop_mapping_bounded|^loop_writes_survive
+pool-single.sh:^pools_created|^kernel_pool|^rpagectl_write|^pool_scoped|^loop_peer_added|^loop_and_rdma|^loop_destroy_waits|^tcp_peer_and|^tcp_and_rdma|^tcp_rogue_reader|^pool_destroyed|^peer_deleted_while|^loop_peer_deleted|^tcp_peer_deleted|^unload_with|^pool$|^map-loop$|^loop_mapping_bounded|^loop_writes_survive
 named-single.sh:kvm_fault|charged|compaction|map_add_makes|processes_share|named_evict|huge
 rogue-single.sh:.
 guard-single.sh:^pool_scoped|^tcp_destroy_ends

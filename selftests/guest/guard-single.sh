@@ -150,15 +150,35 @@ test_guard_tcp_peer_cannot_crowd_out_others() {
 # no byte of a write lands, a process that exits has its pages unpinned
 # though the rogue still holds half a write, and no read's answer carries
 # what the process wrote after the destroy.
+#
+# And the destroy waits for an access still under way: the receive of
+# the first write's first page is held inside its access section
+# (rpage_hold_test, on TCP's receive work) for 3 s, past the destroy's
+# wait for the rogue's acknowledgment (io_timeout_ms, 1 s here: the
+# rogue never gives it); the pages must not be unpinned before the held
+# receive has ended.
 test_guard_tcp_destroy_ends_every_access() {
-	local out=/tmp/destroy.out rc
+	local out=/tmp/destroy.out rc p=/sys/module/rpage_hold_test/parameters
+	local io=/sys/module/rpage/parameters/io_timeout_ms was holds unpinned
 	"$RPAGECTL" peer add rogue addr "$GUARD_ROGUE_ADDR" transport tcp || return
+	insmod "$RPAGE_HOLD_KO" || fail "insmod rpage_hold_test" || return
+	was=$(cat "$io")
+	echo 1000 > "$io" && echo kworker/ > "$p/comm" &&
+		echo $((3000 * (RPAGE_SLOW > 1 ? 2 : 1))) > "$p/hold_ms" ||
+		{ echo "$was" > "$io"; rmmod rpage_hold_test; fail "arming the hold"; return; }
 	"$GUARD_ROGUE" --from "$GUARD_ROGUE_ADDR" --to "$GUARD_ADDR" \
 		--port "$GUARD_PORT" --destroy 40 > "$out" 2>&1
 	rc=$?
+	echo "$was" > "$io"
+	holds=$(cat "$p/holds")
+	unpinned=$(cat "$p/unpinned_in_hold")
+	rmmod rpage_hold_test
 	cat "$out"
+	echo "receives held: $holds; pages unpinned while one was held: $unpinned"
 	"$RPAGECTL" peer del rogue || return
 	expect_eq "$rc" 0 "the rogue's cases went as they should" || return
+	expect_eq "$holds" 1 "receives of the rogue's first write held" || return
+	expect_eq "$unpinned" 0 "destroys that let the pages go during an access" || return
 	"$GUARD_PATTERN" read tcp 2 0 8M --seed 7 || fail "tcp read wrong after the rogue"
 }
 

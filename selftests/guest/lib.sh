@@ -12,6 +12,8 @@ set -u
 RPAGE_KO=${RPAGE_KO:-$RPAGE_BUILD/kmod/$RPAGE_KVER/kmod/rpage.ko}
 # Faults taken as KVM takes them (selftests/kmod/rpage_gup_test.c).
 RPAGE_GUP_KO=$RPAGE_BUILD/kmod/$RPAGE_KVER/test/rpage_gup_test.ko
+# An access section held open (selftests/kmod/rpage_hold_test.c).
+RPAGE_HOLD_KO=$RPAGE_BUILD/kmod/$RPAGE_KVER/test/rpage_hold_test.ko
 RPAGECTL=$RPAGE_BUILD/user/rpagectl
 export PATH=$RPAGE_BUILD/user:$PATH
 SELFTESTS=$RPAGE_BUILD/user/selftests

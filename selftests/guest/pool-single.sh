@@ -341,6 +341,37 @@ test_loop_and_rdma_read_each_others_writes() {
 	"$PATTERN" read self 2 0 8M --seed 7
 }
 
+# A pool's destroy returns only once every access that found the pool
+# has ended (then it frees the pages): rpage_hold_test holds rpagectl's
+# copy over lo inside its access section, between the lookup and the
+# page, on CPU 1; the destroy, on CPU 0, begins during the hold and must
+# not return before it ends. The read gets the pool's bytes.
+test_loop_destroy_waits_for_a_copy() {
+	local p=/sys/module/rpage_hold_test/parameters pid rc holding held
+	insmod "$RPAGE_HOLD_KO" || fail "insmod rpage_hold_test" || return
+	"$RPAGECTL" pool create 95 size 1M writable || { rmmod rpage_hold_test; fail "pool create 95"; return; }
+	wait_until 30 remote_pool_listed lo 95 &&
+		head -c 4K /dev/zero | tr '\0' '\137' > /tmp/hold.want &&
+		"$RPAGECTL" write lo 95 8K 4K file /tmp/hold.want ||
+		{ rmmod rpage_hold_test; fail "pool 95 not listed or not written"; return; }
+	echo rpagectl > "$p/comm" && echo 2000 > "$p/hold_ms" || return
+	taskset -c 1 "$RPAGECTL" read lo 95 8K 4K file /tmp/hold.got &
+	pid=$!
+	wait_until 10 grep -qx 1 "$p/holding" ||
+		{ wait "$pid"; rmmod rpage_hold_test; fail "the read was never held"; return; }
+	taskset -c 0 "$RPAGECTL" pool destroy 95
+	rc=$?
+	holding=$(cat "$p/holding")
+	wait "$pid" || fail "the held read failed"
+	held=$(cat "$p/holds")
+	rmmod rpage_hold_test
+	echo "destroy: $rc; a read still held when it returned: $holding; held: $held"
+	expect_eq "$rc" 0 "pool destroy's exit status" || return
+	expect_eq "$holding" 0 "reads still in their access section when the destroy returned" || return
+	expect_eq "$held" 1 "reads held" || return
+	cmp /tmp/hold.want /tmp/hold.got || fail "the held read got the wrong bytes"
+}
+
 # The loop needs no RDMA device: with rxe0 gone, faults, prefetch and
 # eviction of pool 2 still go through lo, every byte checked.
 test_loop_without_an_rdma_device() {
@@ -873,6 +904,7 @@ tap_begin loop-single
 run_test loop_peer_added_listed_as_such test_loop_peer_add
 run_test loop_and_rdma_read_each_others_writes test_loop_and_rdma_read_each_others_writes
 run_test loop_write_to_a_read_only_pool_refused test_loop_write_to_a_read_only_pool
+run_test loop_destroy_waits_for_a_copy_in_its_access_section test_loop_destroy_waits_for_a_copy
 run_test loop_faults_prefetch_evict_without_an_rdma_device test_loop_without_an_rdma_device
 run_test loop_mapping_bounded_by_its_memory_cgroup test_loop_mapping_bounded_by_its_memory_cgroup
 run_test loop_writes_survive_reclaim_in_a_memory_cgroup test_loop_writes_survive_reclaim_in_a_memory_cgroup
