@@ -58,7 +58,7 @@ kill-leaves-pages|rpage-map.c|s/^\t\t\trpage_folio_truncate(map->mapping, folio)
 pull-not-kept|rpage-fault.c|s/^\t\trpage_map_keep(map);$/\t\t;/|pool-single.sh:^map$
 refetch-not-counted|rpage-fault.c|s/^\tif (reclaimed)$/\tif (0)/|pool-single.sh:^map$
 file-pool-always-intact|rpage-pool.c|s/->mapping) != mapping)$/->mapping) != mapping \&\& 0)/|pool-single.sh:file_pool_follows
-writeback-writes-nothing|rpage-fs.c|s/^\tret = rpage_xfer(\&x);$/\tret = 0;/|pool-single.sh:^map$|^loop_writes_survive
+writeback-writes-nothing|rpage-fs.c|s/^\tret = rpage_xfer(\&x);$/\tret = 0;/|pool-single.sh:^map$|^loop_peer_added|^loop_writes_survive
 inode-fake-hashed|rpage-fs.c|s/^\tinsert_inode_hash(inode);$/\tinode_fake_hash(inode);/|pool-single.sh:^map$
 writeback-redirties-for-good|rpage-fs.c|s/^\t\tif (ret \&\& !for_good)$/\t\tif (ret)/|named-single.sh:^named_pull_then
 rdma-sge-one-page|rpage-rdma-xfer.c|s/^\t\tmax_n = min(max_pages, folio_nr_pages(folio) - idx);$/\t\tmax_n = 1;/|named-single.sh:^named_huge_pages_are
